@@ -1,0 +1,3 @@
+from partita.cli.main import main
+
+main()

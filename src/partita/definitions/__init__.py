@@ -1,0 +1,1 @@
+"""Pure values that describe assets and flows; nothing here performs I/O."""

@@ -1,0 +1,177 @@
+"""The `@asset` decorator and the immutable description of one asset.
+
+Decorating returns the very same function, so an asset stays plain Python:
+callable directly and testable without partita. The description rides along
+on the function (``__partita_asset__``) and in the registry.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
+
+from partita.definitions.registry import AssetRegistry, default_registry
+from partita.errors import DefinitionError
+from partita.partitions.base import PartitionDef
+
+__all__ = ["AssetDefinition", "asset", "asset_name_of", "definition_of"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ATTRIBUTE = "__partita_asset__"
+CONTEXT_PARAMETER = "context"
+
+
+@dataclass(frozen=True, slots=True)
+class AssetDefinition:
+    """Everything partita knows about one asset, fixed at decoration time.
+
+    ``inputs`` maps a body parameter to the upstream asset whose output it
+    receives; ``deps`` lists every upstream asset (inputs first, then the
+    ordering-only ``deps=`` names) without repeats.
+    """
+
+    name: str
+    fn: Callable[..., Any] = field(repr=False)
+    inputs: tuple[tuple[str, str], ...]
+    deps: tuple[str, ...]
+    context_parameter: str | None
+    partition_def: PartitionDef | None
+    is_async: bool
+
+    @property
+    def partitioned(self) -> bool:
+        return self.partition_def is not None
+
+
+def asset_name_of(value: Any, *, field_name: str) -> str:
+    """Resolve an asset reference (a name or a decorated function) to its name."""
+    if isinstance(value, str):
+        if not value:
+            raise DefinitionError(f"{field_name} contains an empty asset name")
+        return value
+    definition = getattr(value, _ATTRIBUTE, None)
+    if isinstance(definition, AssetDefinition):
+        return definition.name
+    raise DefinitionError(f"{field_name} entries must be asset names or @asset functions")
+
+
+def _is_context_parameter(parameter: inspect.Parameter) -> bool:
+    if parameter.name == CONTEXT_PARAMETER:
+        return True
+    annotation = parameter.annotation
+    if isinstance(annotation, str):
+        return annotation == "AssetContext" or annotation.endswith(".AssetContext")
+    return getattr(annotation, "__name__", None) == "AssetContext" and getattr(
+        annotation, "__module__", ""
+    ).startswith("partita")
+
+
+def _read_signature(fn: Callable[..., Any], name: str) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    inputs: list[tuple[str, str]] = []
+    context_parameter = None
+    for parameter in inspect.signature(fn).parameters.values():
+        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise DefinitionError(
+                f"asset {name!r}: parameter {parameter.name!r} is variadic; name each upstream asset as a parameter"
+            )
+        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise DefinitionError(
+                f"asset {name!r}: parameter {parameter.name!r} is positional-only; partita passes inputs by name"
+            )
+        if _is_context_parameter(parameter):
+            if context_parameter is not None:
+                raise DefinitionError(f"asset {name!r} declares more than one context parameter")
+            context_parameter = parameter.name
+        else:
+            inputs.append((parameter.name, parameter.name))
+    return tuple(inputs), context_parameter
+
+
+def _build_definition(
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    deps: Sequence[Any] | None,
+    partition_def: PartitionDef | None,
+) -> AssetDefinition:
+    if not callable(fn):
+        raise DefinitionError("@asset decorates a function")
+    asset_name = fn.__name__ if name is None else name
+    if not isinstance(asset_name, str) or _NAME.fullmatch(asset_name) is None:
+        raise DefinitionError("asset name must be an identifier (letters, digits and '_', not starting with a digit)")
+    if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+        raise DefinitionError(f"asset {asset_name!r}: generator functions are not asset bodies; return the output")
+    if partition_def is not None and not isinstance(partition_def, PartitionDef):
+        raise DefinitionError(f"asset {asset_name!r}: partition_def must be a PartitionDef instance")
+    if deps is not None and (isinstance(deps, (str, bytes)) or not isinstance(deps, Sequence)):
+        raise DefinitionError(f"asset {asset_name!r}: deps must be a list of asset names or @asset functions")
+    inputs, context_parameter = _read_signature(fn, asset_name)
+    all_deps = [upstream for _, upstream in inputs]
+    for upstream in deps or ():
+        upstream_name = asset_name_of(upstream, field_name=f"asset {asset_name!r} deps")
+        if upstream_name not in all_deps:
+            all_deps.append(upstream_name)
+    if asset_name in all_deps:
+        raise DefinitionError(f"asset {asset_name!r} depends on itself")
+    return AssetDefinition(
+        name=asset_name,
+        fn=fn,
+        inputs=inputs,
+        deps=tuple(all_deps),
+        context_parameter=context_parameter,
+        partition_def=partition_def,
+        is_async=inspect.iscoroutinefunction(fn),
+    )
+
+
+@overload
+def asset(fn: F, /) -> F: ...
+
+
+@overload
+def asset(
+    *,
+    name: str | None = None,
+    deps: Sequence[Any] | None = None,
+    partition_def: PartitionDef | None = None,
+    registry: AssetRegistry | None = None,
+) -> Callable[[F], F]: ...
+
+
+def asset(
+    fn: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    deps: Sequence[Any] | None = None,
+    partition_def: PartitionDef | None = None,
+    registry: AssetRegistry | None = None,
+) -> Any:
+    """Declare a function as an asset and register it.
+
+    Parameters name upstream assets (a parameter called ``context`` receives
+    the run context instead); ``deps`` adds ordering-only dependencies. The
+    function is returned unchanged.
+    """
+
+    def decorate(function: F) -> F:
+        definition = _build_definition(function, name=name, deps=deps, partition_def=partition_def)
+        (registry if registry is not None else default_registry()).register(definition)
+        setattr(function, _ATTRIBUTE, definition)
+        return function
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate
+
+
+def definition_of(fn: Any) -> AssetDefinition | None:
+    """Return the definition a decorated function carries, if any."""
+    definition = getattr(fn, _ATTRIBUTE, None)
+    return definition if isinstance(definition, AssetDefinition) else None
+

@@ -1,0 +1,56 @@
+"""One exception hierarchy for everything partita raises on purpose.
+
+Each class maps to one CLI exit code (SPEC §13), so callers can tell a bad
+configuration from a broken entry file or a failing store without parsing
+messages. Messages name the field and the rule, never a raw partition key.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PartitaError",
+    "DefinitionError",
+    "SelectionError",
+    "PlanningError",
+    "ConfigurationError",
+    "EntryLoadError",
+    "ExecutionError",
+]
+
+
+class PartitaError(Exception):
+    """Root of every error partita raises deliberately."""
+
+    exit_code: int = 2
+
+
+class DefinitionError(PartitaError):
+    """An asset, partition definition, registry or group is malformed."""
+
+    exit_code = 2
+
+
+class ConfigurationError(PartitaError):
+    """Run configuration (RunConfig fields, flow options) breaks a rule."""
+
+    exit_code = 2
+
+
+class SelectionError(ConfigurationError):
+    """Partition selection is missing, ambiguous, malformed or out of bounds."""
+
+
+class PlanningError(ConfigurationError):
+    """The selected closure cannot be planned (domains, groups, targets)."""
+
+
+class EntryLoadError(PartitaError):
+    """A CLI entry (file, module, factory) could not be loaded."""
+
+    exit_code = 3
+
+
+class ExecutionError(PartitaError):
+    """The engine or an executor failed outside of asset bodies."""
+
+    exit_code = 4

@@ -1,0 +1,1 @@
+"""Readiness, admission and executors: how planned attempts run."""

@@ -1,0 +1,109 @@
+"""A worker-thread pool for sync bodies with batched completions.
+
+The scheduler lives on an event loop; waking it once per finished body would
+cost a loop round trip per attempt. Workers instead append to a shared deque
+and wake the loop only when no wake-up is already pending, so one loop pass
+drains many completions. Threads are started lazily, at most one per
+admitted concurrent invocation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Completion", "ThreadWorkers"]
+
+# (token, succeeded, value or exception, started_at, finished_at)
+Completion = tuple[Any, bool, Any, float, float]
+
+_STOP = object()
+
+
+class ThreadWorkers:
+    """Runs ``fn(**kwargs)`` jobs on daemon threads and reports completions."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        on_completions: Callable[[list[Completion]], None],
+        max_threads: int,
+        thread_name: str = "partita-worker",
+    ) -> None:
+        self._loop = loop
+        self._on_completions = on_completions
+        self._max_threads = max_threads
+        self._thread_name = thread_name
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._done: collections.deque[Completion] = collections.deque()
+        self._wakeup_pending = False
+        self._threads: list[threading.Thread] = []
+        self._outstanding = 0
+        self._closed = False
+
+    @property
+    def outstanding(self) -> int:
+        """Jobs submitted whose completion the loop has not processed yet."""
+        return self._outstanding
+
+    def submit(self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+        self._outstanding += 1
+        if self._outstanding > len(self._threads) and len(self._threads) < self._max_threads:
+            self._start_thread()
+        self._jobs.put((token, fn, kwargs))
+
+    def _start_thread(self) -> None:
+        thread = threading.Thread(
+            target=self._work, name=f"{self._thread_name}-{len(self._threads)}", daemon=True
+        )
+        self._threads.append(thread)
+        thread.start()
+
+    def _work(self) -> None:
+        jobs, done, clock = self._jobs, self._done, time.time
+        while True:
+            job = jobs.get()
+            if job is _STOP:
+                return
+            token, fn, kwargs = job
+            started = clock()
+            try:
+                value = fn(**kwargs)
+                succeeded = True
+            except BaseException as exc:  # noqa: BLE001 - recorded as the attempt's failure
+                value, succeeded = exc, False
+            done.append((token, succeeded, value, started, clock()))
+            del job, fn, kwargs, value
+            if not self._wakeup_pending:
+                self._wakeup_pending = True
+                try:
+                    self._loop.call_soon_threadsafe(self._drain)
+                except RuntimeError:  # loop closed during shutdown
+                    return
+
+    def _drain(self) -> None:
+        self._wakeup_pending = False
+        done = self._done
+        batch: list[Completion] = []
+        while done:
+            batch.append(done.popleft())
+        if batch:
+            self._outstanding -= len(batch)
+            self._on_completions(batch)
+
+    def shutdown(self, wait: float | None = None) -> bool:
+        """Stop idle threads; return True when every thread ended within ``wait``."""
+        if not self._closed:
+            self._closed = True
+            for _ in self._threads:
+                self._jobs.put(_STOP)
+        deadline = None if wait is None else time.monotonic() + wait
+        for thread in self._threads:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            thread.join(remaining)
+        return not any(thread.is_alive() for thread in self._threads)

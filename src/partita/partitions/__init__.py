@@ -1,0 +1,16 @@
+"""Partition definitions: how a key is normalized, written and ranged (SPEC §3)."""
+
+from partita.partitions.base import PartitionDef
+from partita.partitions.multi import MultiPartitionDef, MultiPartitionKey
+from partita.partitions.static import StaticPartitionDef
+from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
+
+__all__ = [
+    "DatePartitionDef",
+    "HourlyPartitionDef",
+    "MonthlyPartitionDef",
+    "MultiPartitionDef",
+    "MultiPartitionKey",
+    "PartitionDef",
+    "StaticPartitionDef",
+]

@@ -1,0 +1,250 @@
+"""Time partition definitions: calendar days, wall-clock hours and months.
+
+Each one accepts either its in-memory value or its canonical text and rejects
+everything else, including near-miss text such as ``2026-8-8`` and a
+``datetime`` offered as a date. Bounds (``start``/``end``) are inclusive.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Hashable
+from typing import Any, ClassVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from partita.errors import DefinitionError
+from partita.partitions.base import PartitionDef
+
+__all__ = ["DatePartitionDef", "HourlyPartitionDef", "MonthlyPartitionDef"]
+
+_DATE_TEXT = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+_MONTH_TEXT = re.compile(r"(\d{4})-(\d{2})")
+_HOUR_TEXT = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2})(?:([+-])(\d{2}):(\d{2}))?")
+_UTC = dt.timezone.utc
+_HOUR = dt.timedelta(hours=1)
+
+
+class _BoundedTimeDef(PartitionDef):
+    """Shared bound handling: keys outside ``start``..``end`` are rejected."""
+
+    supports_range: ClassVar[bool] = True
+
+    def __init__(self, start: Any = None, end: Any = None) -> None:
+        self._start = None
+        self._end = None
+        try:
+            start_key = None if start is None else self.normalize_key(start)
+            end_key = None if end is None else self.normalize_key(end)
+        except ValueError as exc:
+            raise DefinitionError(f"{type(self).__name__} bound is invalid: {exc}") from None
+        if start_key is not None and end_key is not None and self._order(start_key) > self._order(end_key):
+            raise DefinitionError(f"{type(self).__name__} start is later than end")
+        self._start, self._end = start_key, end_key
+
+    @property
+    def start(self) -> Any:
+        return self._start
+
+    @property
+    def end(self) -> Any:
+        return self._end
+
+    def _order(self, key: Any) -> Any:
+        return key
+
+    def _check_bounds(self, key: Any) -> Any:
+        if self._start is not None and self._order(key) < self._order(self._start):
+            raise ValueError(f"{self.kind} partition key is earlier than the definition's start")
+        if self._end is not None and self._order(key) > self._order(self._end):
+            raise ValueError(f"{self.kind} partition key is later than the definition's end")
+        return key
+
+    def _check_range(self, start: Any, end: Any) -> tuple[Any, Any]:
+        try:
+            first = self.normalize_key(start)
+        except ValueError as exc:
+            raise ValueError(f"partition_range start is invalid: {exc}") from None
+        try:
+            last = self.normalize_key(end)
+        except ValueError as exc:
+            raise ValueError(f"partition_range end is invalid: {exc}") from None
+        if self._order(first) > self._order(last):
+            raise ValueError("partition_range start is later than end")
+        return first, last
+
+    def describe(self) -> dict[str, Any]:
+        description = super().describe()
+        description["start"] = None if self._start is None else self.format_key(self._start)
+        description["end"] = None if self._end is None else self.format_key(self._end)
+        return description
+
+
+class DatePartitionDef(_BoundedTimeDef):
+    """Calendar days: canonical text ``YYYY-MM-DD``, in memory ``datetime.date``."""
+
+    kind: ClassVar[str] = "date"
+    key_format: ClassVar[str] = "YYYY-MM-DD"
+
+    @property
+    def domain(self) -> str:
+        return "date"
+
+    def normalize_key(self, key: Any) -> dt.date:
+        if isinstance(key, dt.datetime):
+            raise ValueError("a datetime is not a date partition key; pass a datetime.date or YYYY-MM-DD text")
+        if isinstance(key, dt.date):
+            return self._check_bounds(key)
+        if isinstance(key, str):
+            match = _DATE_TEXT.fullmatch(key)
+            if match is None:
+                raise ValueError("date partition key text is not canonical YYYY-MM-DD")
+            try:
+                value = dt.date(*(int(part) for part in match.groups()))
+            except ValueError:
+                raise ValueError("date partition key text is not a valid calendar date") from None
+            return self._check_bounds(value)
+        raise ValueError("date partition keys must be datetime.date values or YYYY-MM-DD text")
+
+    def format_key(self, key: dt.date) -> str:
+        return key.isoformat()
+
+    def range(self, start: Any, end: Any) -> tuple[dt.date, ...]:
+        first, last = self._check_range(start, end)
+        days = (last - first).days
+        return tuple(first + dt.timedelta(days=offset) for offset in range(days + 1))
+
+
+class MonthlyPartitionDef(_BoundedTimeDef):
+    """Calendar months: canonical text ``YYYY-MM``, in memory the 1st as ``datetime.date``."""
+
+    kind: ClassVar[str] = "monthly"
+    key_format: ClassVar[str] = "YYYY-MM"
+
+    @property
+    def domain(self) -> str:
+        return "month"
+
+    def normalize_key(self, key: Any) -> dt.date:
+        if isinstance(key, dt.datetime):
+            raise ValueError("a datetime is not a month partition key; pass the 1st of the month as datetime.date or YYYY-MM text")
+        if isinstance(key, dt.date):
+            if key.day != 1:
+                raise ValueError("a month partition key is the 1st day of its month")
+            return self._check_bounds(key)
+        if isinstance(key, str):
+            match = _MONTH_TEXT.fullmatch(key)
+            if match is None:
+                raise ValueError("month partition key text is not canonical YYYY-MM")
+            year, month = (int(part) for part in match.groups())
+            if not 1 <= month <= 12 or year < 1:
+                raise ValueError("month partition key text is not a valid calendar month")
+            return self._check_bounds(dt.date(year, month, 1))
+        raise ValueError("month partition keys must be datetime.date values (the 1st) or YYYY-MM text")
+
+    def format_key(self, key: dt.date) -> str:
+        return f"{key.year:04d}-{key.month:02d}"
+
+    def range(self, start: Any, end: Any) -> tuple[dt.date, ...]:
+        first, last = self._check_range(start, end)
+        months = (last.year - first.year) * 12 + (last.month - first.month)
+        keys = []
+        for offset in range(months + 1):
+            index = first.month - 1 + offset
+            keys.append(dt.date(first.year + index // 12, index % 12 + 1, 1))
+        return tuple(keys)
+
+
+class HourlyPartitionDef(_BoundedTimeDef):
+    """Wall-clock hours of one time zone, in memory an aware ``datetime``.
+
+    Canonical text is ``YYYY-MM-DDTHH`` in the definition's time zone. On a day
+    when clocks fall back, the repeated hour's second occurrence carries its
+    UTC offset (``2026-10-25T02+01:00``) so both hours keep distinct text;
+    hours skipped when clocks spring forward do not exist and are rejected.
+    """
+
+    kind: ClassVar[str] = "hourly"
+    key_format: ClassVar[str] = "YYYY-MM-DDTHH"
+
+    def __init__(self, timezone: str = "UTC", start: Any = None, end: Any = None) -> None:
+        if not isinstance(timezone, str) or not timezone:
+            raise DefinitionError("HourlyPartitionDef timezone must be an IANA time zone name")
+        try:
+            self._tz = ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise DefinitionError("HourlyPartitionDef timezone is not a known IANA time zone name") from None
+        self._timezone = timezone
+        super().__init__(start, end)
+
+    @property
+    def timezone(self) -> str:
+        return self._timezone
+
+    @property
+    def domain(self) -> str:
+        return f"hour:{self._timezone}"
+
+    def _order(self, key: dt.datetime) -> dt.datetime:
+        return key.astimezone(_UTC)
+
+    def normalize_key(self, key: Any) -> dt.datetime:
+        if isinstance(key, dt.datetime):
+            if key.tzinfo is None or key.utcoffset() is None:
+                raise ValueError("hourly partition keys must be timezone-aware datetimes")
+            local = key.astimezone(self._tz)
+            if (local.minute, local.second, local.microsecond) != (0, 0, 0):
+                raise ValueError("hourly partition keys must fall on the start of an hour in the definition's time zone")
+            return self._check_bounds(local)
+        if isinstance(key, str):
+            return self._check_bounds(self._parse_text(key))
+        raise ValueError("hourly partition keys must be aware datetimes or YYYY-MM-DDTHH text")
+
+    def _parse_text(self, text: str) -> dt.datetime:
+        match = _HOUR_TEXT.fullmatch(text)
+        if match is None:
+            raise ValueError("hourly partition key text is not canonical YYYY-MM-DDTHH")
+        year, month, day, hour = (int(part) for part in match.groups()[:4])
+        try:
+            first = dt.datetime(year, month, day, hour, tzinfo=self._tz, fold=0)
+        except ValueError:
+            raise ValueError("hourly partition key text is not a valid calendar hour") from None
+        if first.astimezone(_UTC).astimezone(self._tz).replace(tzinfo=None) != first.replace(tzinfo=None):
+            raise ValueError("hourly partition key names an hour that does not exist in the time zone (daylight-saving gap)")
+        if match.group(5) is None:
+            return first
+        second = first.replace(fold=1)
+        sign = 1 if match.group(5) == "+" else -1
+        offset = sign * dt.timedelta(hours=int(match.group(6)), minutes=int(match.group(7)))
+        if second.utcoffset() == first.utcoffset() or second.utcoffset() != offset:
+            raise ValueError("hourly partition key text carries an offset that is not canonical; only a repeated hour's second occurrence has one")
+        return second
+
+    def format_key(self, key: dt.datetime) -> str:
+        text = f"{key.year:04d}-{key.month:02d}-{key.day:02d}T{key.hour:02d}"
+        if key.fold and key.utcoffset() != key.replace(fold=0).utcoffset():
+            offset = key.utcoffset() or dt.timedelta(0)
+            minutes = int(offset.total_seconds()) // 60
+            sign = "+" if minutes >= 0 else "-"
+            minutes = abs(minutes)
+            text += f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+        return text
+
+    def key_identity(self, key: dt.datetime) -> Hashable:
+        # Aware datetimes in one zone compare equal across a fold, so the
+        # canonical text is the only identity that keeps repeated hours apart.
+        return self.format_key(key)
+
+    def range(self, start: Any, end: Any) -> tuple[dt.datetime, ...]:
+        first, last = self._check_range(start, end)
+        first_utc, last_utc = first.astimezone(_UTC), last.astimezone(_UTC)
+        hours = int((last_utc - first_utc) / _HOUR)
+        return tuple((first_utc + offset * _HOUR).astimezone(self._tz) for offset in range(hours + 1))
+
+    def describe(self) -> dict[str, Any]:
+        description = super().describe()
+        description["timezone"] = self._timezone
+        return description
+
+    def __repr__(self) -> str:
+        return f"HourlyPartitionDef(timezone={self._timezone!r})"

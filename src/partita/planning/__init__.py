@@ -1,0 +1,1 @@
+"""Selection, validation and the FlowPlan: everything decided before a body runs."""

@@ -1,0 +1,159 @@
+"""`FlowPlan`: the immutable, reviewable description of one run (SPEC §4).
+
+Building a plan resolves the closure, validates selection and groups, and
+counts attempts. It never invokes an asset body or contacts a store. The
+portable document (`to_dict`/`to_json`) carries kinds and counts, never raw
+partition keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from partita.definitions.assets import AssetDefinition
+from partita.definitions.config import RunConfig
+from partita.definitions.groups import PartitionGroup
+from partita.definitions.registry import AssetRegistry
+from partita.planning.graph import resolve_closure
+from partita.planning.groups import plan_groups
+from partita.planning.selection import KeySource, Selection, SelectionKind, select_partitions
+
+__all__ = ["FlowPlan", "PlanOptions", "TaskPlan", "build_plan"]
+
+PLAN_SCHEMA = "partita.plan"
+PLAN_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPlan:
+    """One asset of the closure: its dependencies, partitioning and attempts."""
+
+    name: str
+    deps: tuple[str, ...]
+    partitioned: bool
+    attempt_count: int
+    group: int | None
+    definition: AssetDefinition = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        partition_def = self.definition.partition_def
+        return {
+            "name": self.name,
+            "deps": list(self.deps),
+            "partitioned": self.partitioned,
+            "partition": None if partition_def is None else partition_def.describe(),
+            "attempt_count": self.attempt_count,
+            "group": self.group,
+            "async": self.definition.is_async,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOptions:
+    """Run options fixed by the plan."""
+
+    max_concurrency: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class FlowPlan:
+    """What a run will do, decided before anything runs.
+
+    ``tasks`` is the closure upstream-first; ``selection`` holds the
+    normalized keys the approved run will use (kept in memory only).
+    """
+
+    targets: tuple[str, ...]
+    tasks: tuple[TaskPlan, ...]
+    selection: Selection
+    groups: tuple[PartitionGroup, ...]
+    options: PlanOptions
+    registry: AssetRegistry = field(repr=False, compare=False)
+
+    @property
+    def attempt_count(self) -> int:
+        return sum(task.attempt_count for task in self.tasks)
+
+    @property
+    def selection_kind(self) -> SelectionKind:
+        return self.selection.kind
+
+    @property
+    def domain(self) -> str | None:
+        return self.selection.domain
+
+    @property
+    def key_count(self) -> int:
+        return self.selection.key_count
+
+    @property
+    def partition_keys(self) -> tuple[Any, ...]:
+        """The normalized selected keys, in selection order (in memory only)."""
+        return self.selection.keys
+
+    def task(self, name: str) -> TaskPlan:
+        for task in self.tasks:
+            if task.name == name:
+                return task
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The portable plan document: versioned, with no raw partition keys."""
+        return {
+            "schema": PLAN_SCHEMA,
+            "version": PLAN_VERSION,
+            "targets": list(self.targets),
+            "selection": {
+                "kind": self.selection.kind.value,
+                "domain": self.selection.domain,
+                "key_count": self.selection.key_count,
+            },
+            "attempt_count": self.attempt_count,
+            "tasks": [task.to_dict() for task in self.tasks],
+            "groups": [
+                {"assets": list(group.assets), "max_active_keys": group.max_active_keys} for group in self.groups
+            ],
+            "options": {"max_concurrency": self.options.max_concurrency},
+        }
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+
+def build_plan(
+    registry: AssetRegistry,
+    targets: Sequence[str],
+    config: RunConfig,
+    *,
+    partition_groups: Sequence[PartitionGroup] = (),
+    default_max_concurrency: int | None = None,
+    key_source: KeySource = KeySource.PYTHON,
+) -> FlowPlan:
+    closure = resolve_closure(registry, targets)
+    by_name = {definition.name: definition for definition in closure}
+    selection = select_partitions(closure, config, key_source)
+    groups = plan_groups(partition_groups, by_name)
+    group_of = {name: index for index, group in enumerate(groups) for name in group.assets}
+    tasks = tuple(
+        TaskPlan(
+            name=definition.name,
+            deps=definition.deps,
+            partitioned=definition.partitioned,
+            attempt_count=selection.key_count if definition.partitioned else 1,
+            group=group_of.get(definition.name),
+            definition=definition,
+        )
+        for definition in closure
+    )
+    max_concurrency = config.max_concurrency if config.max_concurrency is not None else default_max_concurrency
+    return FlowPlan(
+        targets=tuple(targets),
+        tasks=tasks,
+        selection=selection,
+        groups=groups,
+        options=PlanOptions(max_concurrency=max_concurrency),
+        registry=registry,
+    )

@@ -1,0 +1,158 @@
+"""Turn a run configuration into one normalized partition selection (SPEC §4).
+
+Every rule here runs before any asset body: exactly one selection form, one
+partition domain per closure, keys normalized by the definitions and
+duplicates selected once. Diagnostics name the field, the asset and the rule;
+they never repeat a rejected key.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from partita.definitions.assets import AssetDefinition
+from partita.definitions.config import RunConfig
+from partita.errors import PlanningError, SelectionError
+from partita.partitions.base import PartitionDef
+
+__all__ = ["KeySource", "Selection", "SelectionKind", "select_partitions"]
+
+
+class SelectionKind(enum.Enum):
+    KEYS = "keys"
+    RANGE = "range"
+    EMPTY = "empty"
+    UNPARTITIONED = "unpartitioned"
+
+
+class KeySource(enum.Enum):
+    """Where selected keys come from: Python values or canonical text (CLI)."""
+
+    PYTHON = "python"
+    TEXT = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The normalized selection: kind, domain and keys in first-seen order."""
+
+    kind: SelectionKind
+    domain: str | None
+    keys: tuple[Any, ...] = field(repr=False)
+    definition: PartitionDef | None = field(repr=False, compare=False)
+
+    @property
+    def key_count(self) -> int:
+        return len(self.keys)
+
+
+def select_partitions(
+    closure: tuple[AssetDefinition, ...], config: RunConfig, source: KeySource = KeySource.PYTHON
+) -> Selection:
+    partitioned = [definition for definition in closure if definition.partition_def is not None]
+    forms = config.selection_forms()
+    if not partitioned:
+        if forms:
+            raise SelectionError(
+                f"{' and '.join(forms)} given, but no selected asset is partitioned; remove the partition selector"
+            )
+        return Selection(SelectionKind.UNPARTITIONED, None, (), None)
+    domain = _single_domain(partitioned)
+    if len(forms) > 1:
+        raise SelectionError(
+            f"choose exactly one selection form: {' and '.join(forms)} cannot be combined"
+        )
+    if not forms:
+        names = ", ".join(repr(definition.name) for definition in partitioned)
+        raise SelectionError(
+            f"assets {names} are partitioned (domain {domain}); select partitions with "
+            "partition_keys, partition_range or empty_partitions"
+        )
+    primary = partitioned[0]
+    assert primary.partition_def is not None
+    if config.empty_partitions:
+        return Selection(SelectionKind.EMPTY, domain, (), primary.partition_def)
+    if config.partition_range is not None:
+        keys = _range_keys(primary, config.partition_range, source)
+        kind = SelectionKind.RANGE
+    else:
+        assert config.partition_keys is not None
+        keys = _normalized_keys(primary, config.partition_keys, source)
+        kind = SelectionKind.KEYS
+    for other in partitioned[1:]:
+        if other.partition_def is not primary.partition_def:
+            _check_accepted(other, keys)
+    return Selection(kind, domain, keys, primary.partition_def)
+
+
+def _single_domain(partitioned: list[AssetDefinition]) -> str:
+    by_domain: dict[str, list[str]] = {}
+    for definition in partitioned:
+        assert definition.partition_def is not None
+        by_domain.setdefault(definition.partition_def.domain, []).append(definition.name)
+    if len(by_domain) > 1:
+        parts = "; ".join(f"{domain}: {', '.join(names)}" for domain, names in by_domain.items())
+        raise PlanningError(
+            f"the selected assets span {len(by_domain)} partition domains ({parts}); "
+            "a run selects keys of exactly one domain, so select targets of one domain"
+        )
+    return next(iter(by_domain))
+
+
+def _normalizer(definition: PartitionDef, source: KeySource) -> Callable[[Any], Any]:
+    if source is KeySource.TEXT:
+        return definition.parse_key
+    return definition.normalize_key
+
+
+def _normalized_keys(owner: AssetDefinition, raw_keys: tuple[Any, ...], source: KeySource) -> tuple[Any, ...]:
+    definition = owner.partition_def
+    assert definition is not None
+    normalize = _normalizer(definition, source)
+    identity = definition.key_identity
+    seen: set[Hashable] = set()
+    keys: list[Any] = []
+    for index, raw in enumerate(raw_keys):
+        try:
+            key = normalize(raw)
+            key_id = identity(key)
+        except ValueError as exc:
+            raise SelectionError(
+                f"partition_keys[{index}] is rejected by asset {owner.name!r} ({definition.domain}): {exc}"
+            ) from None
+        if key_id not in seen:
+            seen.add(key_id)
+            keys.append(key)
+    return tuple(keys)
+
+
+def _range_keys(owner: AssetDefinition, bounds: tuple[Any, Any], source: KeySource) -> tuple[Any, ...]:
+    definition = owner.partition_def
+    assert definition is not None
+    if not definition.supports_range:
+        raise SelectionError(
+            f"partition_range is not supported by asset {owner.name!r} ({definition.kind} definition, "
+            f"domain {definition.domain}); select keys with partition_keys"
+        )
+    try:
+        keys = tuple(definition.range(*bounds))
+    except ValueError as exc:
+        raise SelectionError(f"partition_range is rejected by asset {owner.name!r} ({definition.domain}): {exc}") from None
+    # A definition's range must already be normalized; this keeps a custom
+    # one honest and drops duplicates it may produce.
+    return _normalized_keys(owner, keys, KeySource.PYTHON)
+
+
+def _check_accepted(owner: AssetDefinition, keys: tuple[Any, ...]) -> None:
+    definition = owner.partition_def
+    assert definition is not None
+    for index, key in enumerate(keys):
+        try:
+            definition.normalize_key(key)
+        except ValueError as exc:
+            raise SelectionError(
+                f"selected partition key #{index} is rejected by asset {owner.name!r} ({definition.domain}): {exc}"
+            ) from None

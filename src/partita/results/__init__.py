@@ -1,0 +1,1 @@
+"""Run outcomes and, later, their portable records."""

@@ -1,0 +1,223 @@
+"""Typed outcomes of a run: `RunResult`, `TaskResult`, `AttemptResult` (SPEC §6, §14)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import traceback
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from partita.planning.plan import FlowPlan
+
+__all__ = [
+    "AttemptResult",
+    "AttemptStatus",
+    "FailureInfo",
+    "Invocation",
+    "Resolution",
+    "RunResult",
+    "RunStatus",
+    "SkipReason",
+    "TaskResult",
+]
+
+
+class AttemptStatus(enum.Enum):
+    SUCCESS = "success"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+
+class SkipReason(enum.Enum):
+    DEPENDENCY_FAILED = "dependency_failed"
+    NO_PARTITION_KEYS = "no_partition_keys"
+    RESOURCE_CIRCUIT_OPEN = "resource_circuit_open"
+    PARTITION_NOT_DISCOVERED = "partition_not_discovered"
+    CANCELLED = "cancelled"
+
+
+class Resolution(enum.Enum):
+    """How a successful attempt got its output."""
+
+    EXECUTED = "executed"
+    MATERIALIZED = "materialized"
+
+
+class RunStatus(enum.Enum):
+    SUCCESS = "success"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class FailureInfo:
+    """A portable description of an exception: type, message and traceback text.
+
+    Messages and tracebacks are application text and may repeat sensitive
+    values; treat them as such.
+    """
+
+    type: str
+    message: str
+    traceback: str
+
+    @classmethod
+    def from_exception(cls, exc: BaseException) -> FailureInfo:
+        return cls(
+            type=f"{type(exc).__module__}.{type(exc).__qualname__}",
+            message=str(exc),
+            traceback="".join(traceback.format_exception(exc)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """One call of an asset body within an attempt (retries add more)."""
+
+    number: int
+    started_at: float
+    finished_at: float
+    succeeded: bool
+    failure: FailureInfo | None = None
+
+    @property
+    def duration(self) -> float:
+        return self.finished_at - self.started_at
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AttemptResult:
+    """The terminal outcome of one (asset, key) attempt.
+
+    ``blocked_by`` holds the upstream attempts whose failure or skip kept this
+    one from running. ``partition_key`` is the original normalized key object.
+    """
+
+    asset_name: str
+    partition_key: Any
+    partition_key_present: bool
+    status: AttemptStatus
+    reason: SkipReason | None = None
+    blocked_by: tuple[AttemptResult, ...] = ()
+    output: Any = field(default=None, repr=False)
+    exception: BaseException | None = field(default=None, repr=False)
+    failure: FailureInfo | None = field(default=None, repr=False)
+    invocations: tuple[Invocation, ...] = ()
+    resolution: Resolution | None = None
+    materialization_id: str | None = None
+
+    @property
+    def started_at(self) -> float | None:
+        return self.invocations[0].started_at if self.invocations else None
+
+    @property
+    def finished_at(self) -> float | None:
+        return self.invocations[-1].finished_at if self.invocations else None
+
+    @property
+    def duration(self) -> float:
+        return sum(invocation.duration for invocation in self.invocations)
+
+
+_SEVERITY = (AttemptStatus.FAILED, AttemptStatus.CANCELLED, AttemptStatus.SKIPPED, AttemptStatus.SUCCESS)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TaskResult:
+    """All attempts of one asset, in selection order."""
+
+    asset_name: str
+    partitioned: bool
+    attempts: tuple[AttemptResult, ...]
+    skip_reason: SkipReason | None = None
+
+    @property
+    def status(self) -> AttemptStatus:
+        """The most severe attempt status: failed, cancelled, skipped, success.
+
+        A partitioned task with no attempts (deliberately empty selection) is
+        skipped.
+        """
+        if not self.attempts:
+            return AttemptStatus.SKIPPED
+        present = {attempt.status for attempt in self.attempts}
+        return next(status for status in _SEVERITY if status in present)
+
+    @property
+    def reason(self) -> SkipReason | None:
+        if not self.attempts:
+            return self.skip_reason
+        return None
+
+    def counts(self) -> dict[AttemptStatus, int]:
+        counts = dict.fromkeys(AttemptStatus, 0)
+        for attempt in self.attempts:
+            counts[attempt.status] += 1
+        return counts
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RunResult:
+    """The live result of one run; keeps outputs and original key objects."""
+
+    run_id: str
+    status: RunStatus
+    started_at: dt.datetime
+    finished_at: dt.datetime
+    tasks: Mapping[str, TaskResult]
+    plan: FlowPlan = field(repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tasks", MappingProxyType(dict(self.tasks)))
+
+    @property
+    def duration(self) -> float:
+        return (self.finished_at - self.started_at).total_seconds()
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status is RunStatus.SUCCESS
+
+    def attempts(self) -> Iterator[AttemptResult]:
+        """Every attempt, task by task in plan order."""
+        for task in self.tasks.values():
+            yield from task.attempts
+
+    def counts(self) -> dict[AttemptStatus, int]:
+        counts = dict.fromkeys(AttemptStatus, 0)
+        for task in self.tasks.values():
+            for status, count in task.counts().items():
+                counts[status] += count
+        return counts
+
+    def output(self, asset_name: str, partition_key: Any = None) -> Any:
+        """Convenience: the output of one successful attempt."""
+        task = self.tasks[asset_name]
+        for attempt in task.attempts:
+            if not task.partitioned or attempt.partition_key == partition_key:
+                if attempt.status is not AttemptStatus.SUCCESS:
+                    raise LookupError(f"asset {asset_name!r} attempt did not succeed ({attempt.status.value})")
+                return attempt.output
+        raise LookupError(f"asset {asset_name!r} has no attempt for that partition key")
+
+    def _partitioned_task(self, asset_name: str) -> TaskResult:
+        task = self.tasks.get(asset_name)
+        if task is None:
+            raise KeyError(asset_name)
+        if not task.partitioned:
+            raise ValueError(f"asset {asset_name!r} is not partitioned; it has no partition keys")
+        return task
+
+    def failed_partition_keys(self, asset_name: str) -> tuple[Any, ...]:
+        """Keys whose attempt ended failed, as original key objects in attempt order.
+
+        A recovered attempt (a retry succeeded) is not failed. Unknown asset:
+        ``KeyError``; unpartitioned asset: ``ValueError``.
+        """
+        task = self._partitioned_task(asset_name)
+        return tuple(attempt.partition_key for attempt in task.attempts if attempt.status is AttemptStatus.FAILED)
