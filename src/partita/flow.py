@@ -10,12 +10,13 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from partita.definitions.assets import asset_name_of
+from partita.definitions.assets import AssetDefinition, asset_name_of
 from partita.definitions.config import RunConfig, check_positive_int
 from partita.definitions.groups import PartitionGroup
 from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import ConfigurationError, DefinitionError, PlanningError
 from partita.execution.engine import execute_plan
+from partita.planning.graph import resolve_closure
 from partita.planning.plan import FlowPlan, build_plan
 from partita.planning.selection import KeySource
 from partita.results.model import RunResult
@@ -73,6 +74,13 @@ class Flow:
             partition_groups=self.partition_groups,
             max_concurrency=self.max_concurrency,
         )
+
+    def closure(self) -> tuple[AssetDefinition, ...]:
+        """The targets and their upstream assets, upstream first.
+
+        Raises DefinitionError for unknown dependencies and cycles.
+        """
+        return resolve_closure(self.registry, self.targets)
 
     def plan(self, config: ConfigLike = None) -> FlowPlan:
         """Validate the selection and describe the run without running anything."""

@@ -331,6 +331,6 @@ def new_run_id() -> str:
 async def execute_plan(plan: FlowPlan, *, run_id: str | None = None) -> RunResult:
     """Run every planned attempt to a terminal status and return the result."""
     run = _Run(plan, run_id or new_run_id())
-    started_at = dt.datetime.now(dt.timezone.utc)
+    started_at = dt.datetime.now(dt.UTC)
     await run.execute()
-    return run.result(started_at, dt.datetime.now(dt.timezone.utc))
+    return run.result(started_at, dt.datetime.now(dt.UTC))

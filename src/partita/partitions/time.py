@@ -21,7 +21,7 @@ __all__ = ["DatePartitionDef", "HourlyPartitionDef", "MonthlyPartitionDef"]
 _DATE_TEXT = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _MONTH_TEXT = re.compile(r"(\d{4})-(\d{2})")
 _HOUR_TEXT = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2})(?:([+-])(\d{2}):(\d{2}))?")
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 _HOUR = dt.timedelta(hours=1)
 
 

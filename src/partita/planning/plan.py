@@ -21,10 +21,22 @@ from partita.planning.graph import resolve_closure
 from partita.planning.groups import plan_groups
 from partita.planning.selection import KeySource, Selection, SelectionKind, select_partitions
 
-__all__ = ["FlowPlan", "PlanOptions", "TaskPlan", "build_plan"]
+__all__ = ["FlowPlan", "PlanOptions", "TaskPlan", "build_plan", "describe_asset"]
 
 PLAN_SCHEMA = "partita.plan"
 PLAN_VERSION = 1
+
+
+def describe_asset(definition: AssetDefinition) -> dict[str, Any]:
+    """JSON-safe description of one asset definition (no keys, no outputs)."""
+    partition_def = definition.partition_def
+    return {
+        "name": definition.name,
+        "deps": list(definition.deps),
+        "partitioned": partition_def is not None,
+        "partition": None if partition_def is None else partition_def.describe(),
+        "async": definition.is_async,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,16 +51,7 @@ class TaskPlan:
     definition: AssetDefinition = field(repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        partition_def = self.definition.partition_def
-        return {
-            "name": self.name,
-            "deps": list(self.deps),
-            "partitioned": self.partitioned,
-            "partition": None if partition_def is None else partition_def.describe(),
-            "attempt_count": self.attempt_count,
-            "group": self.group,
-            "async": self.definition.is_async,
-        }
+        return {**describe_asset(self.definition), "attempt_count": self.attempt_count, "group": self.group}
 
 
 @dataclass(frozen=True, slots=True)

@@ -221,3 +221,9 @@ class RunResult:
         """
         task = self._partitioned_task(asset_name)
         return tuple(attempt.partition_key for attempt in task.attempts if attempt.status is AttemptStatus.FAILED)
+
+    def to_record(self, version: int = 1) -> dict[str, Any]:
+        """The portable, JSON-safe record of this run (raw keys omitted)."""
+        from partita.results.record import run_record
+
+        return run_record(self, version)

@@ -1,0 +1,230 @@
+"""The ``partita`` command line (SPEC §13): parse, validate, call the library.
+
+``--json`` prints exactly one typed document on stdout; diagnostics, prompts
+and progress go to stderr. Exit codes: 0 success or declined, 1 an asset
+failed, 2 usage or configuration error, 3 entry not loadable, 4
+infrastructure failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+
+from partita import __version__
+from partita.cli.entry import load_entry
+from partita.cli.render import render_assets, render_partitions, render_plan, render_result
+from partita.errors import ConfigurationError, PartitaError
+from partita.flow import Flow
+from partita.planning.plan import FlowPlan, describe_asset
+from partita.results.model import RunStatus
+
+EXIT_OK = 0
+EXIT_ASSET_FAILED = 1
+EXIT_USAGE = 2
+
+_DOCUMENT_VERSION = 1
+
+
+def _stdin_is_interactive() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def _emit_document(kind: str, body: dict[str, Any]) -> None:
+    document = {"schema": f"partita.{kind}", "version": _DOCUMENT_VERSION, **body}
+    click.echo(json.dumps(document, indent=2))
+
+
+def _fail(error: PartitaError, as_json: bool) -> NoReturn:
+    if as_json:
+        _emit_document(
+            "error",
+            {"error": {"type": type(error).__name__, "message": str(error), "exit_code": error.exit_code}},
+        )
+    Console(stderr=True).print(f"[bold red]error:[/] {error}", highlight=False, markup=True, soft_wrap=True)
+    sys.exit(error.exit_code)
+
+
+def _handles_errors(command: Callable[..., None]) -> Callable[..., None]:
+    """Turn partita errors into their exit code and a clear message."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            command(*args, **kwargs)
+        except PartitaError as error:
+            _fail(error, bool(kwargs.get("as_json")))
+
+    return wrapper
+
+
+def _entry_flow(entry: str, targets: tuple[str, ...]) -> Flow:
+    flow = load_entry(entry)
+    return flow.with_targets(list(targets)) if targets else flow
+
+
+def _selection_config(
+    partition_keys: tuple[str, ...],
+    partition_range: tuple[str, str] | None,
+    empty_partitions: bool,
+    max_concurrency: int | None,
+) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    if partition_keys:
+        config["partition_keys"] = list(partition_keys)
+    if partition_range:
+        config["partition_range"] = tuple(partition_range)
+    if empty_partitions:
+        config["empty_partitions"] = True
+    if max_concurrency is not None:
+        config["max_concurrency"] = max_concurrency
+    return config
+
+
+def _entry_argument(command: Callable[..., Any]) -> Callable[..., Any]:
+    command = click.option(
+        "--target", "targets", multiple=True, metavar="ASSET",
+        help="Plan this asset and its upstream closure instead of the entry's targets (repeatable).",
+    )(command)
+    return click.argument("entry")(command)
+
+
+def _json_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(command)
+
+
+def _selection_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--partition-key", "--partition", "partition_keys", multiple=True, metavar="KEY",
+            help="Select one canonical key; repeat for several.",
+        ),
+        click.option(
+            "--partition-range", "partition_range", nargs=2, metavar="START END", default=None,
+            help="Select the inclusive range START..END.",
+        ),
+        click.option(
+            "--empty-partitions", is_flag=True,
+            help="Select no partitions deliberately: partitioned assets are skipped.",
+        ),
+        click.option(
+            "--max-concurrency", type=click.IntRange(min=1), default=None, metavar="N",
+            help="Run at most N asset bodies at once.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="partita")
+def cli() -> None:
+    """partita: plan and run partitioned data assets."""
+
+
+@cli.command()
+@_entry_argument
+@_json_option
+@_handles_errors
+def assets(entry: str, targets: tuple[str, ...], as_json: bool) -> None:
+    """List the assets of ENTRY's flow (or of --target) and their dependencies."""
+    flow = _entry_flow(entry, targets)
+    closure = flow.closure()
+    if as_json:
+        described = [{**describe_asset(definition), "target": definition.name in flow.targets} for definition in closure]
+        _emit_document("assets", {"targets": list(flow.targets), "assets": described})
+        return
+    render_assets(Console(), closure, flow.targets)
+
+
+@cli.command()
+@_entry_argument
+@_json_option
+@_handles_errors
+def partitions(entry: str, targets: tuple[str, ...], as_json: bool) -> None:
+    """Describe the partition definitions of ENTRY's assets.
+
+    Reports kind, domain, key format and range support; it never enumerates
+    a catalog of keys and runs no asset body.
+    """
+    flow = _entry_flow(entry, targets)
+    closure = flow.closure()
+    if as_json:
+        described = [
+            {"asset": definition.name, "partition": definition.partition_def.describe()}
+            for definition in closure
+            if definition.partition_def is not None
+        ]
+        _emit_document("partitions", {"assets": described})
+        return
+    render_partitions(Console(), closure)
+
+
+def _make_plan(
+    entry: str,
+    targets: tuple[str, ...],
+    partition_keys: tuple[str, ...],
+    partition_range: tuple[str, str] | None,
+    empty_partitions: bool,
+    max_concurrency: int | None,
+) -> tuple[Flow, FlowPlan]:
+    flow = _entry_flow(entry, targets)
+    config = _selection_config(partition_keys, partition_range, empty_partitions, max_concurrency)
+    return flow, flow.plan_from_text(config)
+
+
+@cli.command()
+@_entry_argument
+@_selection_options
+@_json_option
+@_handles_errors
+def plan(entry: str, targets: tuple[str, ...], as_json: bool, **selection: Any) -> None:
+    """Show what a run of ENTRY would do, without running anything."""
+    _, flow_plan = _make_plan(entry, targets, **selection)
+    if as_json:
+        click.echo(flow_plan.to_json())
+        return
+    render_plan(Console(), flow_plan)
+
+
+@cli.command()
+@_entry_argument
+@_selection_options
+@click.option("--yes", "-y", is_flag=True, help="Approve the plan without asking.")
+@_json_option
+@_handles_errors
+def run(entry: str, targets: tuple[str, ...], yes: bool, as_json: bool, **selection: Any) -> None:
+    """Plan ENTRY, ask for approval, then run exactly that plan."""
+    if not yes:
+        if as_json:
+            raise ConfigurationError(
+                "--json cannot be combined with an interactive confirmation; pass --yes to approve the plan"
+            )
+        if not _stdin_is_interactive():
+            raise ConfigurationError(
+                "partita run needs approval: pass --yes when not running on an interactive terminal"
+            )
+    flow, flow_plan = _make_plan(entry, targets, **selection)
+    err = Console(stderr=True)
+    render_plan(err, flow_plan)
+    if not yes and not click.confirm(f"Run {flow_plan.attempt_count} attempts?", default=False, err=True):
+        err.print("Declined; nothing ran.")
+        return
+    result = flow.run(flow_plan)
+    if as_json:
+        _emit_document("run-result", {"plan": flow_plan.to_dict(), "result": result.to_record(version=1)})
+    else:
+        render_result(Console(), result)
+    if result.status is RunStatus.FAILED:
+        sys.exit(EXIT_ASSET_FAILED)
+
+
+def main() -> None:
+    cli(prog_name="partita")

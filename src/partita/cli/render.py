@@ -1,0 +1,118 @@
+"""Rich renderings of plans, definitions and results for people.
+
+Machine consumers use ``--json``; nothing here is parsed by anyone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from partita.definitions.assets import AssetDefinition
+from partita.planning.plan import FlowPlan
+from partita.planning.selection import SelectionKind
+from partita.results.model import AttemptStatus, RunResult
+
+__all__ = ["render_assets", "render_partitions", "render_plan", "render_result"]
+
+_STATUS_STYLE = {
+    AttemptStatus.SUCCESS: "green",
+    AttemptStatus.FAILED: "red",
+    AttemptStatus.SKIPPED: "yellow",
+    AttemptStatus.CANCELLED: "magenta",
+}
+
+
+def _domain(definition: AssetDefinition) -> str:
+    partition_def = definition.partition_def
+    return "-" if partition_def is None else partition_def.domain
+
+
+def render_assets(console: Console, closure: Sequence[AssetDefinition], targets: Sequence[str]) -> None:
+    table = Table(title="assets", title_justify="left")
+    for column in ("asset", "depends on", "partition domain", "body", "target"):
+        table.add_column(column)
+    for definition in closure:
+        table.add_row(
+            definition.name,
+            ", ".join(definition.deps) or "-",
+            _domain(definition),
+            "async" if definition.is_async else "sync",
+            "yes" if definition.name in targets else "",
+        )
+    console.print(table)
+
+
+def render_partitions(console: Console, closure: Sequence[AssetDefinition]) -> None:
+    partitioned = [definition for definition in closure if definition.partition_def is not None]
+    if not partitioned:
+        console.print("No selected asset is partitioned.")
+        return
+    table = Table(title="partition definitions", title_justify="left")
+    for column in ("asset", "kind", "domain", "key format", "range"):
+        table.add_column(column)
+    for definition in partitioned:
+        partition_def = definition.partition_def
+        assert partition_def is not None
+        table.add_row(
+            definition.name,
+            partition_def.kind,
+            partition_def.domain,
+            partition_def.key_format,
+            "yes" if partition_def.supports_range else "no",
+        )
+    console.print(table)
+
+
+def _selection_line(plan: FlowPlan) -> str:
+    selection = plan.selection
+    if selection.kind is SelectionKind.UNPARTITIONED:
+        return "selection: none (no selected asset is partitioned)"
+    if selection.kind is SelectionKind.EMPTY:
+        return f"selection: deliberately empty ({selection.domain}); partitioned assets are skipped"
+    noun = "key" if selection.key_count == 1 else "keys"
+    return f"selection: {selection.kind.value} in domain {selection.domain}, {selection.key_count} {noun}"
+
+
+def render_plan(console: Console, plan: FlowPlan) -> None:
+    table = Table(title="plan", title_justify="left")
+    for column in ("asset", "depends on", "partition domain", "attempts", "group"):
+        table.add_column(column)
+    for task in plan.tasks:
+        table.add_row(
+            task.name,
+            ", ".join(task.deps) or "-",
+            _domain(task.definition),
+            str(task.attempt_count),
+            "-" if task.group is None else str(task.group),
+        )
+    console.print(table)
+    console.print(_selection_line(plan))
+    concurrency = plan.options.max_concurrency
+    console.print(
+        f"attempts: {plan.attempt_count}; max concurrency: {'default' if concurrency is None else concurrency}"
+    )
+
+
+def render_result(console: Console, result: RunResult) -> None:
+    table = Table(title=f"run {result.run_id}", title_justify="left")
+    for column in ("asset", "status", "success", "failed", "skipped", "cancelled"):
+        table.add_column(column)
+    for task in result.tasks.values():
+        counts = task.counts()
+        status = task.status
+        label = status.value if task.reason is None else f"{status.value} ({task.reason.value})"
+        table.add_row(
+            task.asset_name,
+            f"[{_STATUS_STYLE[status]}]{label}[/]",
+            *(str(counts[s]) for s in AttemptStatus),
+        )
+    console.print(table)
+    for task in result.tasks.values():
+        for attempt in task.attempts:
+            if attempt.status is AttemptStatus.FAILED and attempt.failure is not None:
+                console.print(f"[red]{task.asset_name}[/]: {attempt.failure.type}: {attempt.failure.message}")
+                break
+    console.print(f"status: {result.status.value} in {result.duration:.2f}s")
