@@ -73,6 +73,7 @@ __all__ = [
     "SelectionError",
     "SelectionKind",
     "SkipReason",
+    "StaticPartitionDef",
     "TaskPlan",
     "TaskResult",
     "asset",

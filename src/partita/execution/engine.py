@@ -176,7 +176,7 @@ class _Run:
             if edge is _Edge.SAME_KEY:
                 kwargs[param] = upstream.outputs[key_index]
             elif edge is _Edge.GATHER:
-                kwargs[param] = dict(zip(upstream.keys, upstream.outputs))
+                kwargs[param] = dict(zip(upstream.keys, upstream.outputs, strict=True))
             else:
                 kwargs[param] = upstream.outputs[0]
         return kwargs

@@ -115,7 +115,7 @@ class MultiPartitionDef(PartitionDef):
         if len(parts) != len(self._dimensions):
             raise ValueError(f"multi partition key text must have {len(self._dimensions)} parts separated by '|'")
         components = {}
-        for (name, definition), part in zip(self._dimensions, parts):
+        for (name, definition), part in zip(self._dimensions, parts, strict=True):
             try:
                 components[name] = definition.parse_key(part)
             except ValueError as exc:
