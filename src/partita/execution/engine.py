@@ -126,10 +126,11 @@ class _Run:
         self.done = loop.create_future()
         self.workers = ThreadWorkers(loop, self._on_completions, self.max_concurrency)
         try:
-            for task in self.tasks:
-                for key_index in range(task.size):
-                    if task.pending[key_index] == 0:
-                        self._became_ready(task, key_index)
+            # Collect roots first: settling one root can cascade skips into
+            # attempts that must not be visited a second time here.
+            roots = [(task, k) for task in self.tasks for k in range(task.size) if task.pending[k] == 0]
+            for task, key_index in roots:
+                self._became_ready(task, key_index)
             self._dispatch()
             if self.remaining:
                 await self.done
