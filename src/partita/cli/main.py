@@ -8,6 +8,7 @@ infrastructure failure.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -36,9 +37,17 @@ def _stdin_is_interactive() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()
 
 
+_DOCUMENT_STREAM = "partita.document_stream"
+
+
 def _emit_document(kind: str, body: dict[str, Any]) -> None:
-    document = {"schema": f"partita.{kind}", "version": _DOCUMENT_VERSION, **body}
-    click.echo(json.dumps(document, indent=2))
+    _emit_json({"schema": f"partita.{kind}", "version": _DOCUMENT_VERSION, **body})
+
+
+def _emit_json(document: dict[str, Any]) -> None:
+    """Write the command's one document to the real stdout (see `_handles_errors`)."""
+    stream = click.get_current_context().meta.get(_DOCUMENT_STREAM, sys.stdout)
+    click.echo(json.dumps(document, indent=2), file=stream)
 
 
 def _fail(error: PartitaError, as_json: bool) -> NoReturn:
@@ -56,10 +65,16 @@ def _handles_errors(command: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> None:
-        try:
-            command(*args, **kwargs)
-        except PartitaError as error:
-            _fail(error, bool(kwargs.get("as_json")))
+        as_json = bool(kwargs.get("as_json"))
+        # With --json, stdout carries exactly one document: anything entry
+        # files or asset bodies print is diverted to stderr.
+        click.get_current_context().meta[_DOCUMENT_STREAM] = sys.stdout
+        diverted = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+        with diverted:
+            try:
+                command(*args, **kwargs)
+            except PartitaError as error:
+                _fail(error, as_json)
 
     return wrapper
 
@@ -189,7 +204,7 @@ def plan(entry: str, targets: tuple[str, ...], as_json: bool, **selection: Any) 
     """Show what a run of ENTRY would do, without running anything."""
     _, flow_plan = _make_plan(entry, targets, **selection)
     if as_json:
-        click.echo(flow_plan.to_json())
+        _emit_json(flow_plan.to_dict())
         return
     render_plan(Console(), flow_plan)
 
