@@ -32,9 +32,13 @@ class StaticPartitionDef(PartitionDef):
             )
         if isinstance(keys, (str, bytes)):
             raise DefinitionError("StaticPartitionDef keys must be a collection of strings, not one string")
+        try:
+            candidates = list(keys)
+        except TypeError:
+            raise DefinitionError("StaticPartitionDef keys must be a collection of strings") from None
         declared: list[str] = []
         seen: set[str] = set()
-        for index, key in enumerate(keys):
+        for index, key in enumerate(candidates):
             if not isinstance(key, str) or not key:
                 raise DefinitionError(f"StaticPartitionDef keys[{index}] must be a non-empty string")
             if _CONTROL.search(key):

@@ -18,9 +18,10 @@ from partita.partitions.base import PartitionDef
 
 __all__ = ["DatePartitionDef", "HourlyPartitionDef", "MonthlyPartitionDef"]
 
-_DATE_TEXT = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
-_MONTH_TEXT = re.compile(r"(\d{4})-(\d{2})")
-_HOUR_TEXT = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2})(?:([+-])(\d{2}):(\d{2}))?")
+# ASCII digits only: "\d" would also accept other scripts' digits.
+_DATE_TEXT = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_MONTH_TEXT = re.compile(r"([0-9]{4})-([0-9]{2})")
+_HOUR_TEXT = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2})(?:([+-])([0-9]{2}):([0-9]{2}))?")
 _UTC = dt.UTC
 _HOUR = dt.timedelta(hours=1)
 
@@ -192,7 +193,12 @@ class HourlyPartitionDef(_BoundedTimeDef):
         if isinstance(key, dt.datetime):
             if key.tzinfo is None or key.utcoffset() is None:
                 raise ValueError("hourly partition keys must be timezone-aware datetimes")
-            local = key.astimezone(self._tz)
+            # Through UTC, so a wall time already in this zone is checked too.
+            local = key.astimezone(_UTC).astimezone(self._tz)
+            if key.tzinfo is self._tz and local.replace(tzinfo=None) != key.replace(tzinfo=None):
+                raise ValueError(
+                    "hourly partition key names an hour that does not exist in the time zone (daylight-saving gap)"
+                )
             if (local.minute, local.second, local.microsecond) != (0, 0, 0):
                 raise ValueError("hourly partition keys must fall on the start of an hour in the definition's time zone")
             return self._check_bounds(local)
@@ -214,10 +220,11 @@ class HourlyPartitionDef(_BoundedTimeDef):
         if match.group(5) is None:
             return first
         second = first.replace(fold=1)
-        sign = 1 if match.group(5) == "+" else -1
-        offset = sign * dt.timedelta(hours=int(match.group(6)), minutes=int(match.group(7)))
-        if second.utcoffset() == first.utcoffset() or second.utcoffset() != offset:
-            raise ValueError("hourly partition key text carries an offset that is not canonical; only a repeated hour's second occurrence has one")
+        if second.utcoffset() == first.utcoffset() or self.format_key(second) != text:
+            raise ValueError(
+                "hourly partition key text carries an offset that is not canonical; "
+                "only a repeated hour's second occurrence has one"
+            )
         return second
 
     def format_key(self, key: dt.datetime) -> str:
@@ -237,9 +244,26 @@ class HourlyPartitionDef(_BoundedTimeDef):
 
     def range(self, start: Any, end: Any) -> tuple[dt.datetime, ...]:
         first, last = self._check_range(start, end)
-        first_utc, last_utc = first.astimezone(_UTC), last.astimezone(_UTC)
-        hours = int((last_utc - first_utc) / _HOUR)
-        return tuple((first_utc + offset * _HOUR).astimezone(self._tz) for offset in range(hours + 1))
+        current, last_utc = first.astimezone(_UTC), last.astimezone(_UTC)
+        keys = []
+        while current <= last_utc:
+            keys.append(current.astimezone(self._tz))
+            current = self._next_hour_start(current)
+        return tuple(keys)
+
+    def _next_hour_start(self, current: dt.datetime) -> dt.datetime:
+        """The next instant that starts a wall-clock hour, stepping in UTC.
+
+        One UTC hour later is the next key unless the offset just changed by
+        a fraction of an hour (Lord Howe shifts by 30 minutes); then move
+        forward to the next full local hour.
+        """
+        candidate = current + _HOUR
+        minute = candidate.astimezone(self._tz).minute
+        while minute:
+            candidate += dt.timedelta(minutes=60 - minute)
+            minute = candidate.astimezone(self._tz).minute
+        return candidate
 
     def describe(self) -> dict[str, Any]:
         description = super().describe()

@@ -154,6 +154,11 @@ class TaskResult:
             return self.skip_reason
         return None
 
+    def __repr__(self) -> str:
+        return (
+            f"TaskResult(asset_name={self.asset_name!r}, status={self.status.value}, attempts={len(self.attempts)})"
+        )
+
     def counts(self) -> dict[AttemptStatus, int]:
         counts = dict.fromkeys(AttemptStatus, 0)
         for attempt in self.attempts:
@@ -174,6 +179,11 @@ class RunResult:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", MappingProxyType(dict(self.tasks)))
+
+    def __repr__(self) -> str:
+        # A summary: a full repr of a 300,000-attempt run would be enormous.
+        attempts = sum(len(task.attempts) for task in self.tasks.values())
+        return f"RunResult(run_id={self.run_id!r}, status={self.status.value}, tasks={len(self.tasks)}, attempts={attempts})"
 
     @property
     def duration(self) -> float:
