@@ -41,6 +41,8 @@ def load_entry(spec: str) -> Flow:
     if not spec:
         raise EntryLoadError("entry is empty; pass path/file.py, path/file.py:name or pkg.module:name")
     location, name = _split(spec)
+    # The fresh registry stays the default while a factory runs, so a Flow it
+    # builds without registry= sees the assets the entry just registered.
     with fresh_default_registry() as registry:
         if location.endswith(".py") or Path(location).is_file():
             module = _load_file(Path(location))
@@ -51,9 +53,9 @@ def load_entry(spec: str) -> Flow:
                 f"entry {spec!r} is neither a Python file nor a module path; "
                 "pass path/file.py, path/file.py:name or pkg.module:name"
             )
-    if name is not None:
-        return _named_flow(module, name, spec)
-    return _default_flow(module, registry, spec)
+        if name is not None:
+            return _named_flow(module, name, spec)
+        return _default_flow(module, registry, spec)
 
 
 def _load_file(path: Path) -> ModuleType:
@@ -153,4 +155,7 @@ def _default_flow(module: ModuleType, registry: AssetRegistry, spec: str) -> Flo
         )
     if len(registry) == 0:
         raise EntryLoadError(f"entry {spec!r} defines no Flow named 'flow' and registers no assets")
-    return Flow(list(registry.terminal_assets()), registry=registry)
+    # When every asset is depended on (a cycle), target them all so that
+    # planning reports the cycle by name.
+    targets = registry.terminal_assets() or tuple(registry)
+    return Flow(list(targets), registry=registry)

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from partita import __version__
 from partita.cli.entry import load_entry
@@ -56,7 +57,7 @@ def _fail(error: PartitaError, as_json: bool) -> NoReturn:
             "error",
             {"error": {"type": type(error).__name__, "message": str(error), "exit_code": error.exit_code}},
         )
-    Console(stderr=True).print(f"[bold red]error:[/] {error}", highlight=False, markup=True, soft_wrap=True)
+    Console(stderr=True).print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
     sys.exit(error.exit_code)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from partita.definitions.assets import AssetDefinition
@@ -113,6 +114,7 @@ def render_result(console: Console, result: RunResult) -> None:
     for task in result.tasks.values():
         for attempt in task.attempts:
             if attempt.status is AttemptStatus.FAILED and attempt.failure is not None:
-                console.print(f"[red]{task.asset_name}[/]: {attempt.failure.type}: {attempt.failure.message}")
+                failure = attempt.failure
+                console.print(f"[red]{task.asset_name}[/]: {escape(failure.type)}: {escape(failure.message)}")
                 break
     console.print(f"status: {result.status.value} in {result.duration:.2f}s")
