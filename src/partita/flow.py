@@ -58,9 +58,13 @@ class Flow:
         if registry is not None and not isinstance(registry, AssetRegistry):
             raise DefinitionError("Flow registry must be an AssetRegistry")
         self.registry = registry if registry is not None else default_registry()
+        if partition_groups is not None and (
+            isinstance(partition_groups, (str, bytes, PartitionGroup)) or not isinstance(partition_groups, Sequence)
+        ):
+            raise DefinitionError("Flow partition_groups must be a list of PartitionGroup values")
         groups = tuple(partition_groups or ())
         if any(not isinstance(group, PartitionGroup) for group in groups):
-            raise DefinitionError("Flow partition_groups must be PartitionGroup values")
+            raise DefinitionError("Flow partition_groups must be a list of PartitionGroup values")
         self.partition_groups = groups
         if max_concurrency is not None:
             check_positive_int(max_concurrency, "Flow max_concurrency")

@@ -101,7 +101,9 @@ def _build_definition(
 ) -> AssetDefinition:
     if not callable(fn):
         raise DefinitionError("@asset decorates a function")
-    asset_name = fn.__name__ if name is None else name
+    asset_name = getattr(fn, "__name__", None) if name is None else name
+    if asset_name is None:
+        raise DefinitionError("@asset needs name= for a callable without a __name__ (such as functools.partial)")
     if not isinstance(asset_name, str) or _NAME.fullmatch(asset_name) is None:
         raise DefinitionError("asset name must be an identifier (letters, digits and '_', not starting with a digit)")
     if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
@@ -158,6 +160,9 @@ def asset(
     the run context instead); ``deps`` adds ordering-only dependencies. The
     function is returned unchanged.
     """
+
+    if registry is not None and not isinstance(registry, AssetRegistry):
+        raise DefinitionError("asset registry must be an AssetRegistry")
 
     def decorate(function: F) -> F:
         definition = _build_definition(function, name=name, deps=deps, partition_def=partition_def)

@@ -138,6 +138,8 @@ def _range_keys(owner: AssetDefinition, bounds: tuple[Any, Any], source: KeySour
             f"domain {definition.domain}); select keys with partition_keys"
         )
     try:
+        if source is KeySource.TEXT:
+            bounds = (definition.parse_key(bounds[0]), definition.parse_key(bounds[1]))
         keys = tuple(definition.range(*bounds))
     except ValueError as exc:
         raise SelectionError(f"partition_range is rejected by asset {owner.name!r} ({definition.domain}): {exc}") from None
