@@ -15,6 +15,7 @@ __all__ = [
     "ConfigurationError",
     "EntryLoadError",
     "ExecutionError",
+    "PolicyError",
 ]
 
 
@@ -54,3 +55,12 @@ class ExecutionError(PartitaError):
     """The engine or an executor failed outside of asset bodies."""
 
     exit_code = 4
+
+
+class PolicyError(PartitaError):
+    """A user-supplied policy hook (``classify_failure``) broke its contract.
+
+    Recorded as the failure of the attempt it was classifying.
+    """
+
+    exit_code = 1

@@ -7,15 +7,21 @@ everything before any body runs; ``run()`` executes exactly such a plan.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import copy
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from partita.definitions.assets import AssetDefinition, asset_name_of
 from partita.definitions.config import RunConfig, check_positive_int
 from partita.definitions.groups import PartitionGroup
+from partita.definitions.policies import ResourcePolicy
 from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import ConfigurationError, DefinitionError, PlanningError
-from partita.execution.engine import execute_plan
+from partita.execution.clock import Clock
+from partita.execution.engine import DEFAULT_CANCEL_GRACE_SECONDS, RunOptions, execute_plan
+from partita.execution.events import ExecutionObserver
+from partita.execution.executors import resolve_executor
 from partita.planning.graph import resolve_closure
 from partita.planning.plan import FlowPlan, build_plan
 from partita.planning.selection import KeySource
@@ -24,6 +30,7 @@ from partita.results.model import RunResult
 __all__ = ["Flow", "run"]
 
 ConfigLike = RunConfig | Mapping[str, Any] | None
+FlowCallback = Callable[[Any], Any]
 
 
 def _target_names(targets: Any) -> tuple[str, ...]:
@@ -39,11 +46,39 @@ def _target_names(targets: Any) -> tuple[str, ...]:
     return names
 
 
+def _partition_groups(value: Any) -> tuple[PartitionGroup, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes, PartitionGroup)) or not isinstance(value, Sequence):
+        raise DefinitionError("Flow partition_groups must be a list of PartitionGroup values")
+    groups = tuple(value)
+    if any(not isinstance(group, PartitionGroup) for group in groups):
+        raise DefinitionError("Flow partition_groups must be a list of PartitionGroup values")
+    return groups
+
+
+def _resources(value: Any) -> dict[str, ResourcePolicy]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise DefinitionError("Flow resources must be a mapping of resource name to ResourcePolicy")
+    for name, policy in value.items():
+        if not isinstance(name, str) or not name.strip():
+            raise DefinitionError("Flow resources names must be non-empty strings")
+        if not isinstance(policy, ResourcePolicy):
+            raise DefinitionError(f"Flow resources[{name!r}] must be a ResourcePolicy")
+    return dict(value)
+
+
 class Flow:
     """Targets plus the options that govern how their closure runs.
 
     The registry is captured when the Flow is created (the default registry
-    at that moment when none is given).
+    at that moment when none is given). ``resources`` maps the names assets
+    use in ``resource=`` to policies; callbacks receive a `CallbackContext`
+    with the run's result; ``executor`` is ``None`` (threads and the event
+    loop), ``"process"`` or an `Executor`; ``clock`` replaces real time for
+    retry delays, rate windows and cooldowns.
     """
 
     def __init__(
@@ -51,33 +86,48 @@ class Flow:
         targets: Any,
         *,
         registry: AssetRegistry | None = None,
+        resources: Mapping[str, ResourcePolicy] | None = None,
         partition_groups: Sequence[PartitionGroup] | None = None,
         max_concurrency: int | None = None,
+        on_success: FlowCallback | None = None,
+        on_failure: FlowCallback | None = None,
+        on_complete: FlowCallback | None = None,
+        executor: Any = None,
+        clock: Clock | None = None,
+        cancel_grace_seconds: float = DEFAULT_CANCEL_GRACE_SECONDS,
     ) -> None:
         self.targets = _target_names(targets)
         if registry is not None and not isinstance(registry, AssetRegistry):
             raise DefinitionError("Flow registry must be an AssetRegistry")
         self.registry = registry if registry is not None else default_registry()
-        if partition_groups is not None and (
-            isinstance(partition_groups, (str, bytes, PartitionGroup)) or not isinstance(partition_groups, Sequence)
-        ):
-            raise DefinitionError("Flow partition_groups must be a list of PartitionGroup values")
-        groups = tuple(partition_groups or ())
-        if any(not isinstance(group, PartitionGroup) for group in groups):
-            raise DefinitionError("Flow partition_groups must be a list of PartitionGroup values")
-        self.partition_groups = groups
+        self.resources = _resources(resources)
+        self.partition_groups = _partition_groups(partition_groups)
         if max_concurrency is not None:
             check_positive_int(max_concurrency, "Flow max_concurrency")
         self.max_concurrency = max_concurrency
+        for option, callback in (("on_success", on_success), ("on_failure", on_failure), ("on_complete", on_complete)):
+            if callback is not None and not callable(callback):
+                raise DefinitionError(f"Flow {option} must be a callable taking a CallbackContext")
+        self.on_success, self.on_failure, self.on_complete = on_success, on_failure, on_complete
+        resolve_executor(executor)  # validate now; each run gets a fresh one
+        self.executor = executor
+        if clock is not None and not isinstance(clock, Clock):
+            raise DefinitionError("Flow clock must provide monotonic() and async sleep(seconds)")
+        self.clock = clock
+        if (
+            isinstance(cancel_grace_seconds, bool)
+            or not isinstance(cancel_grace_seconds, (int, float))
+            or not math.isfinite(cancel_grace_seconds)
+            or cancel_grace_seconds < 0
+        ):
+            raise DefinitionError("Flow cancel_grace_seconds must be a finite number of seconds, zero or more")
+        self.cancel_grace_seconds = float(cancel_grace_seconds)
 
     def with_targets(self, targets: Any) -> Flow:
         """The same flow options applied to other targets of the same registry."""
-        return Flow(
-            targets,
-            registry=self.registry,
-            partition_groups=self.partition_groups,
-            max_concurrency=self.max_concurrency,
-        )
+        clone = copy.copy(self)
+        clone.targets = _target_names(targets)
+        return clone
 
     def closure(self) -> tuple[AssetDefinition, ...]:
         """The targets and their upstream assets, upstream first.
@@ -100,6 +150,7 @@ class Flow:
             self.targets,
             config,
             partition_groups=self.partition_groups,
+            resources=self.resources,
             default_max_concurrency=self.max_concurrency,
             key_source=source,
         )
@@ -111,23 +162,53 @@ class Flow:
             return config
         return self.plan(config)
 
-    def run(self, config: ConfigLike | FlowPlan = None) -> RunResult:
-        """Plan (or take an approved plan) and execute it to completion."""
+    def _options(self, observers: Sequence[ExecutionObserver]) -> RunOptions:
+        return RunOptions(
+            resources=self.resources,
+            executor=resolve_executor(self.executor),
+            clock=self.clock,
+            observers=tuple(observers),
+            on_success=self.on_success,
+            on_failure=self.on_failure,
+            on_complete=self.on_complete,
+            cancel_grace_seconds=self.cancel_grace_seconds,
+        )
+
+    def run(self, config: ConfigLike | FlowPlan = None, *, observers: Sequence[ExecutionObserver] = ()) -> RunResult:
+        """Plan (or take an approved plan) and execute it to completion.
+
+        Observers receive execution events (`RunStarted`, `AttemptStarted`,
+        `AttemptRetrying`, `AttemptFinished`, `RunFinished`).
+        """
         plan = self._approved(config)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(execute_plan(plan))
+            return asyncio.run(execute_plan(plan, self._options(observers)))
         raise ConfigurationError("Flow.run() was called inside a running event loop; use 'await flow.run_async(...)'")
 
-    async def run_async(self, config: ConfigLike | FlowPlan = None) -> RunResult:
-        """Execute on the running event loop; cancelling it cancels the run."""
-        return await execute_plan(self._approved(config))
+    async def run_async(
+        self, config: ConfigLike | FlowPlan = None, *, observers: Sequence[ExecutionObserver] = ()
+    ) -> RunResult:
+        """Execute on the running event loop.
+
+        Cancelling the awaiting task cancels the run: no new work is
+        admitted, async bodies are cancelled, running sync bodies get
+        ``cancel_grace_seconds`` to finish, and observers receive the
+        cancelled result before `asyncio.CancelledError` propagates.
+        """
+        return await execute_plan(self._approved(config), self._options(observers))
 
     def __repr__(self) -> str:
         return f"Flow(targets={list(self.targets)!r})"
 
 
-def run(targets: Any, config: ConfigLike = None, **flow_options: Any) -> RunResult:
+def run(
+    targets: Any,
+    config: ConfigLike = None,
+    *,
+    observers: Sequence[ExecutionObserver] = (),
+    **flow_options: Any,
+) -> RunResult:
     """Build a Flow for ``targets`` with ``flow_options`` and run ``config``."""
-    return Flow(targets, **flow_options).run(config)
+    return Flow(targets, **flow_options).run(config, observers=observers)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
+from partita.definitions.policies import RetryPolicy
 from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import DefinitionError
 from partita.partitions.base import PartitionDef
@@ -20,6 +21,9 @@ from partita.partitions.base import PartitionDef
 __all__ = ["AssetDefinition", "asset", "asset_name_of", "definition_of"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: A lifecycle callback: one positional `CallbackContext`, sync or async.
+Callback = Callable[[Any], Any]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ATTRIBUTE = "__partita_asset__"
@@ -42,6 +46,11 @@ class AssetDefinition:
     context_parameter: str | None
     partition_def: PartitionDef | None
     is_async: bool
+    resource: str | None = None
+    retry: RetryPolicy | None = None
+    on_success: Callback | None = field(default=None, repr=False)
+    on_failure: Callback | None = field(default=None, repr=False)
+    on_retry: Callback | None = field(default=None, repr=False)
 
     @property
     def partitioned(self) -> bool:
@@ -92,12 +101,32 @@ def _read_signature(fn: Callable[..., Any], name: str) -> tuple[tuple[tuple[str,
     return tuple(inputs), context_parameter
 
 
+def _check_options(
+    asset_name: str,
+    resource: str | None,
+    retry: RetryPolicy | None,
+    callbacks: dict[str, Callback | None],
+) -> None:
+    if resource is not None and (not isinstance(resource, str) or not resource.strip()):
+        raise DefinitionError(f"asset {asset_name!r}: resource must be the non-empty name of a resource policy")
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise DefinitionError(f"asset {asset_name!r}: retry must be a RetryPolicy")
+    for option, callback in callbacks.items():
+        if callback is not None and not callable(callback):
+            raise DefinitionError(f"asset {asset_name!r}: {option} must be a callable taking a CallbackContext")
+
+
 def _build_definition(
     fn: Callable[..., Any],
     *,
     name: str | None,
     deps: Sequence[Any] | None,
     partition_def: PartitionDef | None,
+    resource: str | None = None,
+    retry: RetryPolicy | None = None,
+    on_success: Callback | None = None,
+    on_failure: Callback | None = None,
+    on_retry: Callback | None = None,
 ) -> AssetDefinition:
     if not callable(fn):
         raise DefinitionError("@asset decorates a function")
@@ -112,6 +141,9 @@ def _build_definition(
         raise DefinitionError(f"asset {asset_name!r}: partition_def must be a PartitionDef instance")
     if deps is not None and (isinstance(deps, (str, bytes)) or not isinstance(deps, Sequence)):
         raise DefinitionError(f"asset {asset_name!r}: deps must be a list of asset names or @asset functions")
+    _check_options(
+        asset_name, resource, retry, {"on_success": on_success, "on_failure": on_failure, "on_retry": on_retry}
+    )
     inputs, context_parameter = _read_signature(fn, asset_name)
     all_deps = [upstream for _, upstream in inputs]
     for upstream in deps or ():
@@ -128,6 +160,11 @@ def _build_definition(
         context_parameter=context_parameter,
         partition_def=partition_def,
         is_async=inspect.iscoroutinefunction(fn),
+        resource=resource,
+        retry=retry,
+        on_success=on_success,
+        on_failure=on_failure,
+        on_retry=on_retry,
     )
 
 
@@ -141,6 +178,11 @@ def asset(
     name: str | None = None,
     deps: Sequence[Any] | None = None,
     partition_def: PartitionDef | None = None,
+    resource: str | None = None,
+    retry: RetryPolicy | None = None,
+    on_success: Callback | None = None,
+    on_failure: Callback | None = None,
+    on_retry: Callback | None = None,
     registry: AssetRegistry | None = None,
 ) -> Callable[[F], F]: ...
 
@@ -152,20 +194,37 @@ def asset(
     name: str | None = None,
     deps: Sequence[Any] | None = None,
     partition_def: PartitionDef | None = None,
+    resource: str | None = None,
+    retry: RetryPolicy | None = None,
+    on_success: Callback | None = None,
+    on_failure: Callback | None = None,
+    on_retry: Callback | None = None,
     registry: AssetRegistry | None = None,
 ) -> Any:
     """Declare a function as an asset and register it.
 
     Parameters name upstream assets (a parameter called ``context`` receives
-    the run context instead); ``deps`` adds ordering-only dependencies. The
-    function is returned unchanged.
+    the run context instead); ``deps`` adds ordering-only dependencies.
+    ``resource`` names a flow's `ResourcePolicy`; ``retry`` retries failures
+    of this asset; callbacks receive a `CallbackContext`. The function is
+    returned unchanged.
     """
 
     if registry is not None and not isinstance(registry, AssetRegistry):
         raise DefinitionError("asset registry must be an AssetRegistry")
 
     def decorate(function: F) -> F:
-        definition = _build_definition(function, name=name, deps=deps, partition_def=partition_def)
+        definition = _build_definition(
+            function,
+            name=name,
+            deps=deps,
+            partition_def=partition_def,
+            resource=resource,
+            retry=retry,
+            on_success=on_success,
+            on_failure=on_failure,
+            on_retry=on_retry,
+        )
         (registry if registry is not None else default_registry()).register(definition)
         setattr(function, _ATTRIBUTE, definition)
         return function

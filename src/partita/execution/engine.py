@@ -1,9 +1,10 @@
-"""The scheduler: readiness per (asset, key) and admission of ready work.
+"""The scheduler: readiness per (asset, key), admission, outcomes.
 
 Every operation is proportional to the edges it touches: finishing an attempt
 updates only its direct consumers' pending counts, so a run's cost grows
 linearly with its attempts, never with a scan over all of them per step.
-Outputs are passed per key; dependencies are all-or-nothing per key.
+Policies (groups, resources, retries, callbacks, observers) add work only to
+flows that use them.
 """
 
 from __future__ import annotations
@@ -11,20 +12,34 @@ from __future__ import annotations
 import asyncio
 import collections
 import datetime as dt
-import enum
+import itertools
 import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from partita.definitions.assets import AssetDefinition
-from partita.execution.context import AssetContext
-from partita.execution.workers import Completion, ThreadWorkers
+from partita.definitions.policies import ResourcePolicy
+from partita.execution.admission import GroupGate, ResourceGate
+from partita.execution.callbacks import CallbackRunner
+from partita.execution.clock import Clock, SystemClock
+from partita.execution.context import AssetContext, CallbackContext
+from partita.execution.events import (
+    AttemptFinished,
+    AttemptRetrying,
+    AttemptStarted,
+    ExecutionObserver,
+    ObserverFanout,
+    RunFinished,
+    RunStarted,
+)
+from partita.execution.executors import Executor, InProcessExecutor
+from partita.execution.graph import Edge, TaskState, build_graph
+from partita.execution.retries import FailNow, OpenCircuitNow, RetryLater, decide_after_failure
+from partita.execution.workers import Completion
 from partita.planning.plan import FlowPlan
-from partita.planning.selection import SelectionKind
 from partita.results.model import (
     AttemptResult,
     AttemptStatus,
@@ -37,94 +52,93 @@ from partita.results.model import (
     TaskResult,
 )
 
-__all__ = ["DEFAULT_MAX_CONCURRENCY", "execute_plan"]
+__all__ = ["DEFAULT_MAX_CONCURRENCY", "RunOptions", "execute_plan", "new_run_id"]
 
 #: Invocation limit when neither the flow nor the run sets one.
 DEFAULT_MAX_CONCURRENCY = min(32, (os.cpu_count() or 1) + 4)
+#: How long a cancelled run waits for sync bodies that are already running.
+DEFAULT_CANCEL_GRACE_SECONDS = 10.0
+
+_INFINITY = float("inf")
+Token = tuple[TaskState, int]
 
 
-class _Edge(enum.Enum):
-    SAME_KEY = 1  # partitioned -> partitioned: key k feeds key k
-    FAN_OUT = 2  # unpartitioned -> partitioned: the one output feeds every key
-    GATHER = 3  # partitioned -> unpartitioned: every key feeds the one attempt
-    SINGLE = 4  # unpartitioned -> unpartitioned
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """Everything besides the plan that shapes one execution."""
 
-
-@dataclass(slots=True, eq=False)
-class _Task:
-    index: int
-    definition: AssetDefinition
-    partitioned: bool
-    size: int
-    keys: tuple[Any, ...]
-    pending: list[int]
-    outputs: list[Any]
-    results: list[AttemptResult | None]
-    blockers: dict[int, list[AttemptResult]] = field(default_factory=dict)
-    consumers: list[tuple[_Task, _Edge]] = field(default_factory=list)
-    # (parameter, upstream task, edge) for every body input.
-    inputs: list[tuple[str, _Task, _Edge]] = field(default_factory=list)
-    skip_when_ready: SkipReason | None = None
-    logger: logging.Logger | None = None
+    resources: Mapping[str, ResourcePolicy] = field(default_factory=dict)
+    executor: Executor | None = None
+    clock: Clock | None = None
+    observers: Sequence[ExecutionObserver] = ()
+    on_success: Callable[[CallbackContext], Any] | None = None
+    on_failure: Callable[[CallbackContext], Any] | None = None
+    on_complete: Callable[[CallbackContext], Any] | None = None
+    cancel_grace_seconds: float = DEFAULT_CANCEL_GRACE_SECONDS
+    random: Callable[[], float] | None = None
 
 
 class _Run:
     """State of one executing plan; lives on the event loop thread."""
 
-    def __init__(self, plan: FlowPlan, run_id: str) -> None:
+    def __init__(self, plan: FlowPlan, run_id: str, options: RunOptions) -> None:
         self.plan = plan
         self.run_id = run_id
+        self.options = options
         self.max_concurrency = plan.options.max_concurrency or DEFAULT_MAX_CONCURRENCY
-        keys = plan.selection.keys
-        self.tasks: list[_Task] = []
-        by_name: dict[str, _Task] = {}
-        for index, task_plan in enumerate(plan.tasks):
-            size = len(keys) if task_plan.partitioned else 1
-            task = _Task(
-                index=index,
-                definition=task_plan.definition,
-                partitioned=task_plan.partitioned,
-                size=size,
-                keys=keys if task_plan.partitioned else (None,),
-                pending=[0] * size,
-                outputs=[None] * size,
-                results=[None] * size,
-            )
-            self.tasks.append(task)
-            by_name[task.definition.name] = task
-        self._link(by_name)
-        self.ready: collections.deque[tuple[_Task, int]] = collections.deque()
+        self.tasks = build_graph(plan)
+        self.clock = options.clock or SystemClock()
+        self.observers = ObserverFanout(options.observers)
+        self.executor = options.executor or InProcessExecutor()
+        self.gates: dict[str, ResourceGate] = {}
+        self.groups: list[GroupGate] = []
+        self._bind_policies()
+        self.has_callbacks = any(
+            t.definition.on_success or t.definition.on_failure or t.definition.on_retry for t in self.tasks
+        )
+        self.free: collections.deque[tuple[int, TaskState, int]] = collections.deque()
+        self.sequence = itertools.count()
         self.remaining = sum(task.size for task in self.tasks)
         self.running = 0
+        self.in_executor = 0
+        self.cancelling = False
+        self.retry_history: dict[Token, list[Invocation]] = {}
+        self.retry_timers: dict[Token, asyncio.Task[None]] = {}
+        self.timers: set[asyncio.Task[None]] = set()
+        self.async_bodies: set[asyncio.Task[None]] = set()
         self.done: asyncio.Future[None] | None = None
-        self.async_tasks: set[asyncio.Task[None]] = set()
-        self.workers: ThreadWorkers | None = None
+        self.drained: asyncio.Event | None = None
+        self.callbacks: CallbackRunner | None = None
+        self._dispatch = self._dispatch_free if not self.gates else self._dispatch_gated
 
-    def _link(self, by_name: dict[str, _Task]) -> None:
-        empty = self.plan.selection.kind is SelectionKind.EMPTY
+    def _bind_policies(self) -> None:
         for task in self.tasks:
-            params = {upstream: param for param, upstream in task.definition.inputs}
-            for dep in task.definition.deps:
-                upstream = by_name[dep]
-                if upstream.partitioned:
-                    edge = _Edge.SAME_KEY if task.partitioned else _Edge.GATHER
-                else:
-                    edge = _Edge.FAN_OUT if task.partitioned else _Edge.SINGLE
-                upstream.consumers.append((task, edge))
-                if dep in params:
-                    task.inputs.append((params[dep], upstream, edge))
-                weight = upstream.size if edge is _Edge.GATHER else 1
-                for key_index in range(task.size):
-                    task.pending[key_index] += weight
-                if empty and edge is _Edge.GATHER:
-                    task.skip_when_ready = SkipReason.NO_PARTITION_KEYS
+            name = task.definition.resource
+            if name is not None:
+                gate = self.gates.get(name)
+                if gate is None:
+                    gate = self.gates[name] = ResourceGate(name, self.options.resources[name])
+                task.gate = gate
+        by_name = {task.name: task for task in self.tasks}
+        for group in self.plan.groups:
+            gate = GroupGate(group, first=by_name[group.assets[0]])
+            self.groups.append(gate)
+            for position, member in enumerate(group.assets):
+                by_name[member].group = gate
+                by_name[member].group_position = position
 
-    # -- running ---------------------------------------------------------
+    # -- lifecycle -----------------------------------------------------------
 
-    async def execute(self) -> None:
+    async def execute(self) -> RunResult:
         loop = asyncio.get_running_loop()
+        started_at = dt.datetime.now(dt.UTC)
         self.done = loop.create_future()
-        self.workers = ThreadWorkers(loop, self._on_completions, self.max_concurrency)
+        self.drained = asyncio.Event()
+        self.drained.set()
+        self.callbacks = CallbackRunner(loop)
+        self.executor.start(loop, self._on_completions, self.max_concurrency)
+        if self.observers:
+            self.observers.emit(RunStarted(self.run_id, self.plan))
         try:
             # Collect roots first: settling one root can cascade skips into
             # attempts that must not be visited a second time here.
@@ -134,59 +148,186 @@ class _Run:
             self._dispatch()
             if self.remaining:
                 await self.done
+            await self.callbacks.drain()
+            result = await self._finish_with_flow_callbacks(started_at)
         except asyncio.CancelledError:
-            self._cancel_everything()
+            result = await self._cancel(started_at)
+            if self.observers:
+                self.observers.emit(RunFinished(result))
             raise
         finally:
-            self.workers.shutdown(wait=0)
+            for timer in list(self.timers):
+                timer.cancel()
+            self.executor.shutdown(wait=0)
+            self.callbacks.shutdown()
+        if self.observers:
+            self.observers.emit(RunFinished(result))
+        return result
 
-    def _became_ready(self, task: _Task, key_index: int) -> None:
+    async def _finish_with_flow_callbacks(self, started_at: dt.datetime) -> RunResult:
+        assert self.callbacks is not None
+        result = self._result(started_at)
+        options = self.options
+        chosen = [("on_success", options.on_success)] if result.status is RunStatus.SUCCESS else []
+        if result.status is RunStatus.FAILED:
+            chosen.append(("on_failure", options.on_failure))
+        chosen.append(("on_complete", options.on_complete))
+        ran = False
+        for label, callback in chosen:
+            if callback is not None:
+                context = CallbackContext(self.run_id, None, None, False, result=result)
+                self.callbacks.call(f"flow.{label}", callback, context)
+                await self.callbacks.drain()
+                ran = True
+        return self._result(started_at) if ran else result
+
+    async def _cancel(self, started_at: dt.datetime) -> RunResult:
+        """Stop admitting, cancel async bodies, give sync bodies a grace period."""
+        self.cancelling = True
+        for body in list(self.async_bodies):
+            body.cancel()
+        for timer in list(self.retry_timers.values()):
+            timer.cancel()
+        if self.in_executor and self.drained is not None:
+            try:
+                await asyncio.wait_for(self.drained.wait(), self.options.cancel_grace_seconds)
+            except (TimeoutError, asyncio.CancelledError):
+                pass
+        for task in self.tasks:
+            for key_index in range(task.size):
+                if task.results[key_index] is None:
+                    task.results[key_index] = AttemptResult(
+                        asset_name=task.name,
+                        partition_key=task.keys[key_index],
+                        partition_key_present=task.partitioned,
+                        status=AttemptStatus.CANCELLED,
+                        reason=SkipReason.CANCELLED,
+                        invocations=tuple(self.retry_history.get((task, key_index), ())),
+                    )
+        return self._result(started_at)
+
+    # -- readiness and admission ---------------------------------------------
+
+    def _became_ready(self, task: TaskState, key_index: int) -> None:
         blockers = task.blockers.pop(key_index, None)
         if blockers:
-            self._finish_skipped(task, key_index, SkipReason.DEPENDENCY_FAILED, tuple(blockers))
+            self._skip(task, key_index, SkipReason.DEPENDENCY_FAILED, tuple(blockers))
         elif task.skip_when_ready is not None:
-            self._finish_skipped(task, key_index, task.skip_when_ready, ())
+            self._skip(task, key_index, task.skip_when_ready, ())
+        elif task.group is not None and task.group_position == 0:
+            task.group.request(key_index)
+            self._admit_group(task.group)
         else:
-            self.ready.append((task, key_index))
+            self._enqueue(task, key_index)
 
-    def _dispatch(self) -> None:
-        ready, limit = self.ready, self.max_concurrency
-        while ready and self.running < limit:
-            task, key_index = ready.popleft()
-            self.running += 1
+    def _admit_group(self, group: GroupGate) -> None:
+        for key_index in group.admit():
+            self._enqueue(group.first, key_index)
+
+    def _enqueue(self, task: TaskState, key_index: int) -> None:
+        gate = task.gate
+        if gate is None:
+            self.free.append((next(self.sequence), task, key_index))
+        elif gate.circuit_open:
+            self._skip(task, key_index, SkipReason.RESOURCE_CIRCUIT_OPEN, ())
+        else:
+            gate.queue.append((next(self.sequence), task, key_index))
+
+    def _dispatch_free(self) -> None:
+        free, limit = self.free, self.max_concurrency
+        while free and self.running < limit and not self.cancelling:
+            _, task, key_index = free.popleft()
             self._start(task, key_index)
 
-    def _start(self, task: _Task, key_index: int) -> None:
+    def _dispatch_gated(self) -> None:
+        limit = self.max_concurrency
+        while self.running < limit and not self.cancelling:
+            now = self.clock.monotonic()
+            best: tuple[int, TaskState, int] | None = self.free[0] if self.free else None
+            source: ResourceGate | None = None
+            for gate in self.gates.values():
+                if not gate.queue:
+                    continue
+                head = gate.queue[0]
+                if best is not None and head[0] > best[0]:
+                    continue
+                opens = gate.earliest_start(now)
+                if opens is not None:
+                    # Ready work denied by this policy while a global slot is free.
+                    gate.note_denied((head[1], head[2]), now)
+                    if opens != _INFINITY:
+                        self._wake_gate_at(gate, opens)
+                    continue
+                best, source = head, gate
+            if best is None:
+                return
+            if source is None:
+                self.free.popleft()
+            else:
+                source.queue.popleft()
+                source.note_started((best[1], best[2]), now)
+            self._start(best[1], best[2])
+
+    def _timer(self, waiting: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Start a clock wait; tracked so a finished run leaves none pending."""
+        timer = asyncio.get_running_loop().create_task(waiting)
+        self.timers.add(timer)
+        timer.add_done_callback(self.timers.discard)
+        return timer
+
+    def _wake_gate_at(self, gate: ResourceGate, when: float) -> None:
+        if gate.wake_scheduled_for is not None and gate.wake_scheduled_for <= when:
+            return
+        gate.wake_scheduled_for = when
+        self._timer(self._wake_gate(gate, when))
+
+    async def _wake_gate(self, gate: ResourceGate, when: float) -> None:
+        await self.clock.sleep(max(0.0, when - self.clock.monotonic()))
+        if gate.wake_scheduled_for == when:
+            gate.wake_scheduled_for = None
+        self._dispatch()
+
+    # -- invocation ------------------------------------------------------------
+
+    def _start(self, task: TaskState, key_index: int) -> None:
+        self.running += 1
         definition = task.definition
+        invocation = 1
+        if self.retry_history:
+            invocation += len(self.retry_history.get((task, key_index), ()))
         kwargs = self._inputs_for(task, key_index)
         if definition.context_parameter is not None:
-            kwargs[definition.context_parameter] = self._context(task, key_index, 1)
-        if definition.is_async:
-            coroutine_task = asyncio.get_running_loop().create_task(
-                self._run_async(task, key_index, definition.fn, kwargs)
+            kwargs[definition.context_parameter] = self._context(task, key_index, invocation)
+        if self.observers:
+            self.observers.emit(
+                AttemptStarted(self.run_id, task.name, task.keys[key_index], task.partitioned, invocation)
             )
-            self.async_tasks.add(coroutine_task)
-            coroutine_task.add_done_callback(self.async_tasks.discard)
+        if definition.is_async and not self.executor.runs_async_bodies:
+            body = asyncio.get_running_loop().create_task(self._run_async(task, key_index, definition.fn, kwargs))
+            self.async_bodies.add(body)
+            body.add_done_callback(self.async_bodies.discard)
         else:
-            assert self.workers is not None
-            self.workers.submit((task, key_index), definition.fn, kwargs)
+            self.in_executor += 1
+            assert self.drained is not None
+            self.drained.clear()
+            self.executor.submit((task, key_index), definition.fn, kwargs, task.name)
 
-    def _inputs_for(self, task: _Task, key_index: int) -> dict[str, Any]:
+    def _inputs_for(self, task: TaskState, key_index: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
         for param, upstream, edge in task.inputs:
-            if edge is _Edge.SAME_KEY:
+            if edge is Edge.SAME_KEY:
                 kwargs[param] = upstream.outputs[key_index]
-            elif edge is _Edge.GATHER:
+            elif edge is Edge.GATHER:
                 kwargs[param] = dict(zip(upstream.keys, upstream.outputs, strict=True))
             else:
                 kwargs[param] = upstream.outputs[0]
         return kwargs
 
-    def _context(self, task: _Task, key_index: int, invocation: int) -> AssetContext:
+    def _context(self, task: TaskState, key_index: int, invocation: int) -> AssetContext:
         if task.logger is None:
-            task.logger = logging.getLogger(f"partita.asset.{task.definition.name}")
+            task.logger = logging.getLogger(f"partita.asset.{task.name}")
         return AssetContext(
-            asset_name=task.definition.name,
+            asset_name=task.name,
             run_id=self.run_id,
             partition_key=task.keys[key_index],
             partition_key_present=task.partitioned,
@@ -194,28 +335,36 @@ class _Run:
             logger=task.logger,
         )
 
-    async def _run_async(self, task: _Task, key_index: int, fn: Callable[..., Any], kwargs: dict[str, Any]) -> None:
-        started = time.time()
+    async def _run_async(self, task: TaskState, key_index: int, fn: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+        started = _now()
         try:
             value = await fn(**kwargs)
-            completion: Completion = ((task, key_index), True, value, started, time.time())
+            completion: Completion = ((task, key_index), True, value, started, _now())
         except asyncio.CancelledError:
-            if self.done is not None and self.done.cancelled():
+            if self.cancelling:
                 raise
-            completion = ((task, key_index), False, asyncio.CancelledError("asset body was cancelled"), started, time.time())
-        except Exception as exc:  # noqa: BLE001 - recorded as the attempt's failure
-            completion = ((task, key_index), False, exc, started, time.time())
-        self._on_completions([completion])
+            error = asyncio.CancelledError("the asset body cancelled itself")
+            completion = ((task, key_index), False, error, started, _now())
+        except BaseException as exc:  # noqa: BLE001 - recorded as the attempt's failure
+            completion = ((task, key_index), False, exc, started, _now())
+        self._on_completions([completion], from_loop=True)
 
-    def _on_completions(self, batch: list[Completion]) -> None:
+    def _on_completions(self, batch: list[Completion], from_loop: bool = False) -> None:
         try:
-            for (task, key_index), succeeded, value, started, finished in batch:
+            for token, succeeded, value, started, finished in batch:
+                task, key_index = token
                 self.running -= 1
+                if not from_loop:
+                    self.in_executor -= 1
+                gate = task.gate
+                if gate is not None:
+                    gate.note_finished(succeeded, finished - started)
                 if succeeded:
-                    self._finish_success(task, key_index, value, Invocation(1, started, finished, True))
+                    self._succeeded(task, key_index, value, started, finished)
                 else:
-                    failure = FailureInfo.from_exception(value)
-                    self._finish_failed(task, key_index, value, Invocation(1, started, finished, False, failure))
+                    self._invocation_failed(task, key_index, value, started, finished)
+            if self.in_executor == 0 and self.drained is not None:
+                self.drained.set()
             self._dispatch()
         except BaseException as exc:
             # A scheduler fault must end the run loudly, never leave it waiting.
@@ -223,55 +372,158 @@ class _Run:
                 self.done.set_exception(exc)
             raise
 
-    # -- terminal outcomes -----------------------------------------------
+    # -- outcomes ---------------------------------------------------------------
 
-    def _finish_success(self, task: _Task, key_index: int, output: Any, invocation: Invocation) -> None:
+    def _invocations(self, token: Token, last: Invocation) -> tuple[Invocation, ...]:
+        if not self.retry_history:
+            return (last,)
+        earlier = self.retry_history.pop(token, None)
+        return (last,) if earlier is None else (*earlier, last)
+
+    def _succeeded(self, task: TaskState, key_index: int, output: Any, started: float, finished: float) -> None:
+        token = (task, key_index)
+        number = 1 if not self.retry_history else 1 + len(self.retry_history.get(token, ()))
         task.outputs[key_index] = output
-        task.results[key_index] = AttemptResult(
-            asset_name=task.definition.name,
+        result = AttemptResult(
+            asset_name=task.name,
             partition_key=task.keys[key_index],
             partition_key_present=task.partitioned,
             status=AttemptStatus.SUCCESS,
             output=output,
-            invocations=(invocation,),
+            invocations=self._invocations(token, Invocation(number, started, finished, True)),
             resolution=Resolution.EXECUTED,
         )
-        self._release(task, key_index, None)
+        self._settle(task, key_index, result, None)
+        if self.has_callbacks and task.definition.on_success is not None:
+            self._asset_callback("on_success", task, key_index, None, number)
 
-    def _finish_failed(self, task: _Task, key_index: int, exc: BaseException, invocation: Invocation) -> None:
+    def _invocation_failed(
+        self, task: TaskState, key_index: int, exc: BaseException, started: float, finished: float
+    ) -> None:
+        token = (task, key_index)
+        earlier = self.retry_history.get(token, [])
+        number = len(earlier) + 1
+        failure = FailureInfo.from_exception(exc)
+        invocation = Invocation(number, started, finished, False, failure)
+        gate = task.gate
+        decision = decide_after_failure(
+            exc,
+            number,
+            retry=task.definition.retry,
+            resource_name=task.definition.resource,
+            resource=None if gate is None else gate.policy,
+            random=self.options.random,
+        )
+        if isinstance(decision, RetryLater) and not self.cancelling:
+            if gate is not None and gate.circuit_open:
+                self.retry_history[token] = [*earlier, invocation]
+                self._skip(task, key_index, SkipReason.RESOURCE_CIRCUIT_OPEN, ())
+                return
+            self._schedule_retry(task, key_index, exc, earlier, invocation, decision)
+            return
+        if isinstance(decision, FailNow) and decision.exception is not None:
+            exc = decision.exception
+            failure = FailureInfo.from_exception(exc)
+        self.retry_history.pop(token, None)
         result = AttemptResult(
-            asset_name=task.definition.name,
+            asset_name=task.name,
             partition_key=task.keys[key_index],
             partition_key_present=task.partitioned,
             status=AttemptStatus.FAILED,
             exception=exc,
-            failure=invocation.failure,
-            invocations=(invocation,),
+            failure=failure,
+            invocations=(*earlier, invocation),
         )
-        task.results[key_index] = result
-        self._release(task, key_index, result)
+        self._settle(task, key_index, result, result)
+        if self.has_callbacks and task.definition.on_failure is not None:
+            self._asset_callback("on_failure", task, key_index, exc, number)
+        if isinstance(decision, OpenCircuitNow) and gate is not None:
+            self._open_circuit(gate)
 
-    def _finish_skipped(
-        self, task: _Task, key_index: int, reason: SkipReason, blocked_by: tuple[AttemptResult, ...]
+    def _schedule_retry(
+        self,
+        task: TaskState,
+        key_index: int,
+        exc: BaseException,
+        earlier: list[Invocation],
+        invocation: Invocation,
+        decision: RetryLater,
     ) -> None:
+        token = (task, key_index)
+        self.retry_history[token] = [*earlier, invocation]
+        gate = task.gate
+        if gate is not None:
+            gate.retries += 1
+            if decision.cooldown_resource:
+                gate.cooldown_until = max(gate.cooldown_until, self.clock.monotonic() + decision.delay)
+        if self.observers:
+            assert invocation.failure is not None
+            self.observers.emit(
+                AttemptRetrying(
+                    self.run_id,
+                    task.name,
+                    task.keys[key_index],
+                    task.partitioned,
+                    invocation.number,
+                    decision.delay,
+                    invocation.failure,
+                )
+            )
+        if self.has_callbacks and task.definition.on_retry is not None:
+            self._asset_callback("on_retry", task, key_index, exc, invocation.number)
+        self.retry_timers[token] = self._timer(self._retry_after(token, decision.delay))
+
+    async def _retry_after(self, token: Token, delay: float) -> None:
+        await self.clock.sleep(delay)
+        self.retry_timers.pop(token, None)
+        task, key_index = token
+        if task.results[key_index] is None and not self.cancelling:
+            self._enqueue(task, key_index)
+            self._dispatch()
+
+    def _open_circuit(self, gate: ResourceGate) -> None:
+        if gate.circuit_open:
+            return
+        gate.circuit_open = True
+        while gate.queue:
+            _, task, key_index = gate.queue.popleft()
+            gate.forget((task, key_index))
+            self._skip(task, key_index, SkipReason.RESOURCE_CIRCUIT_OPEN, ())
+        for token, timer in list(self.retry_timers.items()):
+            task, key_index = token
+            if task.gate is gate:
+                timer.cancel()
+                del self.retry_timers[token]
+                self._skip(task, key_index, SkipReason.RESOURCE_CIRCUIT_OPEN, ())
+
+    def _skip(
+        self, task: TaskState, key_index: int, reason: SkipReason, blocked_by: tuple[AttemptResult, ...]
+    ) -> None:
+        earlier = self.retry_history.pop((task, key_index), None) if self.retry_history else None
         result = AttemptResult(
-            asset_name=task.definition.name,
+            asset_name=task.name,
             partition_key=task.keys[key_index],
             partition_key_present=task.partitioned,
             status=AttemptStatus.SKIPPED,
             reason=reason,
             blocked_by=blocked_by,
+            invocations=tuple(earlier or ()),
         )
-        task.results[key_index] = result
-        self._release(task, key_index, result)
+        self._settle(task, key_index, result, result)
 
-    def _release(self, task: _Task, key_index: int, blocker: AttemptResult | None) -> None:
-        """Count this terminal attempt against its consumers' pending inputs."""
+    def _settle(self, task: TaskState, key_index: int, result: AttemptResult, blocker: AttemptResult | None) -> None:
+        """Record a terminal attempt and count it against its consumers."""
+        task.results[key_index] = result
         self.remaining -= 1
+        if self.observers:
+            self.observers.emit(AttemptFinished(self.run_id, result))
+        group = task.group
+        if group is not None and group.member_finished(key_index):
+            self._admit_group(group)
         for consumer, edge in task.consumers:
-            if edge is _Edge.SAME_KEY:
+            if edge is Edge.SAME_KEY:
                 self._decrement(consumer, key_index, blocker)
-            elif edge is _Edge.FAN_OUT:
+            elif edge is Edge.FAN_OUT:
                 for consumer_key in range(consumer.size):
                     self._decrement(consumer, consumer_key, blocker)
             else:
@@ -279,30 +531,31 @@ class _Run:
         if self.remaining == 0 and self.done is not None and not self.done.done():
             self.done.set_result(None)
 
-    def _decrement(self, consumer: _Task, key_index: int, blocker: AttemptResult | None) -> None:
+    def _decrement(self, consumer: TaskState, key_index: int, blocker: AttemptResult | None) -> None:
         if blocker is not None:
             consumer.blockers.setdefault(key_index, []).append(blocker)
         consumer.pending[key_index] -= 1
         if consumer.pending[key_index] == 0:
             self._became_ready(consumer, key_index)
 
-    def _cancel_everything(self) -> None:
-        for coroutine_task in list(self.async_tasks):
-            coroutine_task.cancel()
-        for task in self.tasks:
-            for key_index in range(task.size):
-                if task.results[key_index] is None:
-                    task.results[key_index] = AttemptResult(
-                        asset_name=task.definition.name,
-                        partition_key=task.keys[key_index],
-                        partition_key_present=task.partitioned,
-                        status=AttemptStatus.CANCELLED,
-                        reason=SkipReason.CANCELLED,
-                    )
+    def _asset_callback(
+        self, label: str, task: TaskState, key_index: int, exception: BaseException | None, invocation: int
+    ) -> None:
+        callback = getattr(task.definition, label)
+        assert self.callbacks is not None
+        context = CallbackContext(
+            run_id=self.run_id,
+            asset_name=task.name,
+            partition_key=task.keys[key_index] if task.partitioned else None,
+            partition_key_present=task.partitioned,
+            exception=exception,
+            invocation_number=invocation,
+        )
+        self.callbacks.call(label, callback, context)
 
-    # -- result ----------------------------------------------------------
+    # -- result -----------------------------------------------------------------
 
-    def result(self, started_at: dt.datetime, finished_at: dt.datetime) -> RunResult:
+    def _result(self, started_at: dt.datetime) -> RunResult:
         tasks: dict[str, TaskResult] = {}
         any_failed = any_cancelled = False
         for task in self.tasks:
@@ -313,25 +566,28 @@ class _Run:
                 elif attempt.status is AttemptStatus.CANCELLED:
                     any_cancelled = True
             empty_reason = SkipReason.NO_PARTITION_KEYS if task.partitioned and task.size == 0 else None
-            tasks[task.definition.name] = TaskResult(task.definition.name, task.partitioned, attempts, empty_reason)
+            tasks[task.name] = TaskResult(task.name, task.partitioned, attempts, empty_reason)
         status = RunStatus.CANCELLED if any_cancelled else RunStatus.FAILED if any_failed else RunStatus.SUCCESS
         return RunResult(
             run_id=self.run_id,
             status=status,
             started_at=started_at,
-            finished_at=finished_at,
+            finished_at=dt.datetime.now(dt.UTC),
             tasks=tasks,
             plan=self.plan,
+            resources={name: gate.statistics() for name, gate in self.gates.items()},
+            callback_errors=tuple(self.callbacks.errors) if self.callbacks is not None else (),
         )
+
+
+_now = time.time
 
 
 def new_run_id() -> str:
     return uuid.uuid4().hex
 
 
-async def execute_plan(plan: FlowPlan, *, run_id: str | None = None) -> RunResult:
+async def execute_plan(plan: FlowPlan, options: RunOptions | None = None, *, run_id: str | None = None) -> RunResult:
     """Run every planned attempt to a terminal status and return the result."""
-    run = _Run(plan, run_id or new_run_id())
-    started_at = dt.datetime.now(dt.UTC)
-    await run.execute()
-    return run.result(started_at, dt.datetime.now(dt.UTC))
+    run = _Run(plan, run_id or new_run_id(), options or RunOptions())
+    return await run.execute()

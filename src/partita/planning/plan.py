@@ -9,19 +9,21 @@ partition keys.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from partita.definitions.assets import AssetDefinition
 from partita.definitions.config import RunConfig
 from partita.definitions.groups import PartitionGroup
+from partita.definitions.policies import ResourcePolicy
 from partita.definitions.registry import AssetRegistry
+from partita.errors import PlanningError
 from partita.planning.graph import resolve_closure
 from partita.planning.groups import plan_groups
 from partita.planning.selection import KeySource, Selection, SelectionKind, select_partitions
 
-__all__ = ["FlowPlan", "PlanOptions", "TaskPlan", "build_plan", "describe_asset"]
+__all__ = ["FlowPlan", "PlanOptions", "ResourcePlan", "TaskPlan", "build_plan", "describe_asset"]
 
 PLAN_SCHEMA = "partita.plan"
 PLAN_VERSION = 1
@@ -30,12 +32,21 @@ PLAN_VERSION = 1
 def describe_asset(definition: AssetDefinition) -> dict[str, Any]:
     """JSON-safe description of one asset definition (no keys, no outputs)."""
     partition_def = definition.partition_def
+    retry = definition.retry
     return {
         "name": definition.name,
         "deps": list(definition.deps),
         "partitioned": partition_def is not None,
         "partition": None if partition_def is None else partition_def.describe(),
         "async": definition.is_async,
+        "resource": definition.resource,
+        "retry": None if retry is None else {
+            "max_attempts": retry.max_attempts,
+            "delay": retry.delay,
+            "backoff": retry.backoff,
+            "max_delay": retry.max_delay,
+            "jitter": retry.jitter,
+        },
     }
 
 
@@ -52,6 +63,27 @@ class TaskPlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {**describe_asset(self.definition), "attempt_count": self.attempt_count, "group": self.group}
+
+
+@dataclass(frozen=True, slots=True)
+class ResourcePlan:
+    """A resource policy the run will enforce, and the assets that use it."""
+
+    name: str
+    policy: ResourcePolicy = field(repr=False)
+    assets: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        policy = self.policy
+        rate = policy.rate_limit
+        return {
+            "name": self.name,
+            "assets": list(self.assets),
+            "max_concurrency": policy.max_concurrency,
+            "rate_limit": None if rate is None else {"requests": rate.requests, "per_seconds": rate.per_seconds},
+            "max_attempts": policy.max_attempts,
+            "classifies_failures": policy.classify_failure is not None,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +105,7 @@ class FlowPlan:
     tasks: tuple[TaskPlan, ...]
     selection: Selection
     groups: tuple[PartitionGroup, ...]
+    resources: tuple[ResourcePlan, ...]
     options: PlanOptions
     registry: AssetRegistry = field(repr=False, compare=False)
 
@@ -119,11 +152,29 @@ class FlowPlan:
             "groups": [
                 {"assets": list(group.assets), "max_active_keys": group.max_active_keys} for group in self.groups
             ],
+            "resources": [resource.to_dict() for resource in self.resources],
             "options": {"max_concurrency": self.options.max_concurrency},
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+
+def _plan_resources(
+    closure: tuple[AssetDefinition, ...], resources: Mapping[str, ResourcePolicy]
+) -> tuple[ResourcePlan, ...]:
+    users: dict[str, list[str]] = {}
+    for definition in closure:
+        if definition.resource is None:
+            continue
+        if definition.resource not in resources:
+            declared = ", ".join(sorted(resources)) or "none"
+            raise PlanningError(
+                f"asset {definition.name!r} names resource {definition.resource!r}, but the flow declares no such "
+                f"ResourcePolicy (declared: {declared}); add it to Flow(resources=...)"
+            )
+        users.setdefault(definition.resource, []).append(definition.name)
+    return tuple(ResourcePlan(name, resources[name], tuple(assets)) for name, assets in users.items())
 
 
 def build_plan(
@@ -132,10 +183,12 @@ def build_plan(
     config: RunConfig,
     *,
     partition_groups: Sequence[PartitionGroup] = (),
+    resources: Mapping[str, ResourcePolicy] | None = None,
     default_max_concurrency: int | None = None,
     key_source: KeySource = KeySource.PYTHON,
 ) -> FlowPlan:
     closure = resolve_closure(registry, targets)
+    planned_resources = _plan_resources(closure, resources or {})
     by_name = {definition.name: definition for definition in closure}
     selection = select_partitions(closure, config, key_source)
     groups = plan_groups(partition_groups, by_name)
@@ -157,6 +210,7 @@ def build_plan(
         tasks=tasks,
         selection=selection,
         groups=groups,
+        resources=planned_resources,
         options=PlanOptions(max_concurrency=max_concurrency),
         registry=registry,
     )

@@ -16,9 +16,11 @@ if TYPE_CHECKING:
 __all__ = [
     "AttemptResult",
     "AttemptStatus",
+    "CallbackError",
     "FailureInfo",
     "Invocation",
     "Resolution",
+    "ResourceStatistics",
     "RunResult",
     "RunStatus",
     "SkipReason",
@@ -124,6 +126,36 @@ class AttemptResult:
         return sum(invocation.duration for invocation in self.invocations)
 
 
+@dataclass(frozen=True, slots=True)
+class ResourceStatistics:
+    """Run-level figures for one resource (a frozen snapshot).
+
+    ``wait_count``/``wait_duration`` count attempts that were ready and were
+    denied by this resource's policy, timed from the first denial to the
+    start; they exclude dependency waits and global-only queueing.
+    """
+
+    name: str
+    invocations: int
+    succeeded: int
+    failed: int
+    retries: int
+    wait_count: int
+    wait_duration: float
+    invocation_duration: float
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CallbackError:
+    """A lifecycle callback that raised; recorded, never changing an outcome."""
+
+    callback: str
+    asset_name: str | None
+    partition_key_present: bool
+    exception: BaseException = field(repr=False)
+    failure: FailureInfo = field(repr=False)
+
+
 _SEVERITY = (AttemptStatus.FAILED, AttemptStatus.CANCELLED, AttemptStatus.SKIPPED, AttemptStatus.SUCCESS)
 
 
@@ -176,9 +208,12 @@ class RunResult:
     finished_at: dt.datetime
     tasks: Mapping[str, TaskResult]
     plan: FlowPlan = field(repr=False)
+    resources: Mapping[str, ResourceStatistics] = field(default_factory=dict)
+    callback_errors: tuple[CallbackError, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", MappingProxyType(dict(self.tasks)))
+        object.__setattr__(self, "resources", MappingProxyType(dict(self.resources)))
 
     def __repr__(self) -> str:
         # A summary: a full repr of a 300,000-attempt run would be enormous.
@@ -231,6 +266,19 @@ class RunResult:
         """
         task = self._partitioned_task(asset_name)
         return tuple(attempt.partition_key for attempt in task.attempts if attempt.status is AttemptStatus.FAILED)
+
+    def circuit_skipped_partition_keys(self, asset_name: str) -> tuple[Any, ...]:
+        """Keys skipped because their resource's circuit opened, in attempt order.
+
+        Only skips with reason ``resource_circuit_open`` count; dependency
+        skips downstream of them do not.
+        """
+        task = self._partitioned_task(asset_name)
+        return tuple(
+            attempt.partition_key
+            for attempt in task.attempts
+            if attempt.status is AttemptStatus.SKIPPED and attempt.reason is SkipReason.RESOURCE_CIRCUIT_OPEN
+        )
 
     def to_record(self, version: int = 1) -> dict[str, Any]:
         """The portable, JSON-safe record of this run (raw keys omitted)."""

@@ -1,0 +1,96 @@
+"""The attempt graph: one node per (asset, key), pending-input counts per node.
+
+Edges are kept per task, not per attempt: a partitioned consumer of a
+partitioned upstream reads key k from key k, so memory stays a few slots per
+attempt however many keys are selected.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from partita.definitions.assets import AssetDefinition
+from partita.planning.plan import FlowPlan
+from partita.planning.selection import SelectionKind
+from partita.results.model import AttemptResult, SkipReason
+
+__all__ = ["Edge", "TaskState", "build_graph"]
+
+
+class Edge(enum.Enum):
+    SAME_KEY = 1  # partitioned -> partitioned: key k feeds key k
+    FAN_OUT = 2  # unpartitioned -> partitioned: the one output feeds every key
+    GATHER = 3  # partitioned -> unpartitioned: every key feeds the one attempt
+    SINGLE = 4  # unpartitioned -> unpartitioned
+
+
+@dataclass(slots=True, eq=False)
+class TaskState:
+    """Run-time state of one asset's attempts, indexed by key position."""
+
+    index: int
+    definition: AssetDefinition
+    partitioned: bool
+    size: int
+    keys: tuple[Any, ...]
+    pending: list[int]
+    outputs: list[Any]
+    results: list[AttemptResult | None]
+    blockers: dict[int, list[AttemptResult]] = field(default_factory=dict)
+    consumers: list[tuple[TaskState, Edge]] = field(default_factory=list)
+    # (parameter, upstream task, edge) for every body input.
+    inputs: list[tuple[str, TaskState, Edge]] = field(default_factory=list)
+    skip_when_ready: SkipReason | None = None
+    logger: logging.Logger | None = None
+    # Set by admission: the resource gate and partition group this task uses.
+    gate: Any = None
+    group: Any = None
+    group_position: int = -1
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+
+def build_graph(plan: FlowPlan) -> list[TaskState]:
+    """Task states in plan order with edges and initial pending counts."""
+    keys = plan.selection.keys
+    tasks: list[TaskState] = []
+    by_name: dict[str, TaskState] = {}
+    for index, task_plan in enumerate(plan.tasks):
+        size = len(keys) if task_plan.partitioned else 1
+        task = TaskState(
+            index=index,
+            definition=task_plan.definition,
+            partitioned=task_plan.partitioned,
+            size=size,
+            keys=keys if task_plan.partitioned else (None,),
+            pending=[0] * size,
+            outputs=[None] * size,
+            results=[None] * size,
+        )
+        tasks.append(task)
+        by_name[task.name] = task
+    empty = plan.selection.kind is SelectionKind.EMPTY
+    for task in tasks:
+        params = {upstream: param for param, upstream in task.definition.inputs}
+        for dep in task.definition.deps:
+            upstream = by_name[dep]
+            if upstream.partitioned:
+                edge = Edge.SAME_KEY if task.partitioned else Edge.GATHER
+            else:
+                edge = Edge.FAN_OUT if task.partitioned else Edge.SINGLE
+            upstream.consumers.append((task, edge))
+            if dep in params:
+                task.inputs.append((params[dep], upstream, edge))
+            weight = upstream.size if edge is Edge.GATHER else 1
+            for key_index in range(task.size):
+                task.pending[key_index] += weight
+            if empty and edge is Edge.GATHER:
+                # Nothing was selected upstream: skip rather than run on an
+                # empty mapping, matching the partitioned tasks' own skip.
+                task.skip_when_ready = SkipReason.NO_PARTITION_KEYS
+    return tasks
