@@ -21,15 +21,17 @@ from rich.markup import escape
 
 from partita import __version__
 from partita.cli.entry import load_entry
+from partita.cli.progress import ProgressDisplay, ResultCapture
 from partita.cli.render import render_assets, render_partitions, render_plan, render_result
 from partita.errors import ConfigurationError, PartitaError
 from partita.flow import Flow
 from partita.planning.plan import FlowPlan, describe_asset
-from partita.results.model import RunStatus
+from partita.results.model import RunResult, RunStatus
 
 EXIT_OK = 0
 EXIT_ASSET_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 _DOCUMENT_VERSION = 1
 
@@ -233,13 +235,31 @@ def run(entry: str, targets: tuple[str, ...], yes: bool, as_json: bool, **select
     if not yes and not click.confirm(f"Run {flow_plan.attempt_count} attempts?", default=False, err=True):
         err.print("Declined; nothing ran.")
         return
-    result = flow.run(flow_plan)
+    capture = ResultCapture()
+    observers: list[Any] = [capture]
+    show_progress = not as_json and err.is_terminal
+    display = ProgressDisplay(err) if show_progress else None
+    if display is not None:
+        observers.append(display)
+    try:
+        with display if display is not None else contextlib.nullcontext():
+            result = flow.run(flow_plan, observers=observers)
+    except KeyboardInterrupt:
+        result = capture.result
+        err.print("[magenta]Interrupted:[/] no new work was admitted; unfinished attempts are cancelled.")
+        if result is not None:
+            _report(result, flow_plan, as_json)
+        sys.exit(EXIT_INTERRUPTED)
+    _report(result, flow_plan, as_json)
+    if result.status is RunStatus.FAILED:
+        sys.exit(EXIT_ASSET_FAILED)
+
+
+def _report(result: RunResult, flow_plan: FlowPlan, as_json: bool) -> None:
     if as_json:
         _emit_document("run-result", {"plan": flow_plan.to_dict(), "result": result.to_record(version=1)})
     else:
         render_result(Console(), result)
-    if result.status is RunStatus.FAILED:
-        sys.exit(EXIT_ASSET_FAILED)
 
 
 def main() -> None:
