@@ -30,6 +30,7 @@ from partita.execution.events import (
     RunStarted,
 )
 from partita.execution.executors import Executor, InProcessExecutor, ProcessExecutor
+from partita.execution.inputs import PartitionedOutputs
 from partita.flow import Flow, run
 from partita.partitions import (
     DatePartitionDef,
@@ -93,6 +94,7 @@ __all__ = [
     "PartitaError",
     "PartitionDef",
     "PartitionGroup",
+    "PartitionedOutputs",
     "PlanningError",
     "PolicyError",
     "ProcessExecutor",

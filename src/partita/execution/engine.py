@@ -37,6 +37,7 @@ from partita.execution.events import (
 )
 from partita.execution.executors import Executor, InProcessExecutor
 from partita.execution.graph import Edge, TaskState, build_graph
+from partita.execution.inputs import PartitionedOutputs
 from partita.execution.retries import FailNow, OpenCircuitNow, RetryLater, decide_after_failure
 from partita.execution.workers import Completion
 from partita.planning.plan import FlowPlan
@@ -318,7 +319,8 @@ class _Run:
             if edge is Edge.SAME_KEY:
                 kwargs[param] = upstream.outputs[key_index]
             elif edge is Edge.GATHER:
-                kwargs[param] = dict(zip(upstream.keys, upstream.outputs, strict=True))
+                assert upstream.definition.partition_def is not None
+                kwargs[param] = PartitionedOutputs(upstream.definition.partition_def, upstream.keys, upstream.outputs)
             else:
                 kwargs[param] = upstream.outputs[0]
         return kwargs

@@ -243,8 +243,10 @@ class RunResult:
     def output(self, asset_name: str, partition_key: Any = None) -> Any:
         """Convenience: the output of one successful attempt."""
         task = self.tasks[asset_name]
+        definition = self.plan.selection.definition
+        wanted = None if definition is None or not task.partitioned else definition.key_identity(partition_key)
         for attempt in task.attempts:
-            if not task.partitioned or attempt.partition_key == partition_key:
+            if wanted is None or definition.key_identity(attempt.partition_key) == wanted:  # type: ignore[union-attr]
                 if attempt.status is not AttemptStatus.SUCCESS:
                     raise LookupError(f"asset {asset_name!r} attempt did not succeed ({attempt.status.value})")
                 return attempt.output
