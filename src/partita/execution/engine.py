@@ -199,6 +199,7 @@ class _Run:
                 if task.results[key_index] is None:
                     task.results[key_index] = AttemptResult(
                         asset_name=task.name,
+                        index=key_index,
                         partition_key=task.keys[key_index],
                         partition_key_present=task.partitioned,
                         status=AttemptStatus.CANCELLED,
@@ -301,7 +302,7 @@ class _Run:
             kwargs[definition.context_parameter] = self._context(task, key_index, invocation)
         if self.observers:
             self.observers.emit(
-                AttemptStarted(self.run_id, task.name, task.keys[key_index], task.partitioned, invocation)
+                AttemptStarted(self.run_id, task.name, key_index, task.keys[key_index], task.partitioned, invocation)
             )
         if definition.is_async and not self.executor.runs_async_bodies:
             body = asyncio.get_running_loop().create_task(self._run_async(task, key_index, definition.fn, kwargs))
@@ -388,6 +389,7 @@ class _Run:
         task.outputs[key_index] = output
         result = AttemptResult(
             asset_name=task.name,
+            index=key_index,
             partition_key=task.keys[key_index],
             partition_key_present=task.partitioned,
             status=AttemptStatus.SUCCESS,
@@ -429,6 +431,7 @@ class _Run:
         self.retry_history.pop(token, None)
         result = AttemptResult(
             asset_name=task.name,
+            index=key_index,
             partition_key=task.keys[key_index],
             partition_key_present=task.partitioned,
             status=AttemptStatus.FAILED,
@@ -464,6 +467,7 @@ class _Run:
                 AttemptRetrying(
                     self.run_id,
                     task.name,
+                    key_index,
                     task.keys[key_index],
                     task.partitioned,
                     invocation.number,
@@ -504,6 +508,7 @@ class _Run:
         earlier = self.retry_history.pop((task, key_index), None) if self.retry_history else None
         result = AttemptResult(
             asset_name=task.name,
+            index=key_index,
             partition_key=task.keys[key_index],
             partition_key_present=task.partitioned,
             status=AttemptStatus.SKIPPED,

@@ -1,5 +1,8 @@
 """Execution events and the observer protocol.
 
+``index`` identifies an attempt within its asset without the raw key: the
+position of its key in the run's selection (0 for unpartitioned assets).
+
 Observers receive events on the scheduler's thread, synchronously and in
 order; they must be quick (render, count, enqueue). An observer that raises
 is logged and otherwise ignored: observing never changes a run.
@@ -39,6 +42,7 @@ class RunStarted:
 class AttemptStarted:
     run_id: str
     asset_name: str
+    index: int
     partition_key: Any
     partition_key_present: bool
     invocation: int
@@ -48,6 +52,7 @@ class AttemptStarted:
 class AttemptRetrying:
     run_id: str
     asset_name: str
+    index: int
     partition_key: Any
     partition_key_present: bool
     invocation: int

@@ -112,6 +112,9 @@ class AttemptResult:
     invocations: tuple[Invocation, ...] = ()
     resolution: Resolution | None = None
     materialization_id: str | None = None
+    #: Position of the key in the run's selection (0 for unpartitioned assets):
+    #: a portable identity for the attempt within its task.
+    index: int = 0
 
     @property
     def started_at(self) -> float | None:

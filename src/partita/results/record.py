@@ -44,22 +44,14 @@ def run_record(result: RunResult, version: int = 1) -> dict[str, Any]:
     if isinstance(version, bool) or version not in SUPPORTED_RECORD_VERSIONS:
         supported = ", ".join(map(str, SUPPORTED_RECORD_VERSIONS))
         raise ValueError(f"record version must be one of {supported}")
-    # Blockers are referenced by (asset, attempt index): portable without keys.
-    positions: dict[int, tuple[str, int]] = {}
-    for task in result.tasks.values():
-        for index, attempt in enumerate(task.attempts):
-            positions[id(attempt)] = (task.asset_name, index)
 
-    def attempt_record(index: int, attempt: AttemptResult) -> dict[str, Any]:
+    def attempt_record(attempt: AttemptResult) -> dict[str, Any]:
         return {
-            "index": index,
+            "index": attempt.index,
             "partition_key_present": attempt.partition_key_present,
             "status": attempt.status.value,
             "reason": None if attempt.reason is None else attempt.reason.value,
-            "blocked_by": [
-                {"asset": positions[id(blocker)][0], "attempt": positions[id(blocker)][1]}
-                for blocker in attempt.blocked_by
-            ],
+            "blocked_by": [{"asset": blocker.asset_name, "attempt": blocker.index} for blocker in attempt.blocked_by],
             "invocations": len(attempt.invocations),
             "started_at": _timestamp(attempt.started_at),
             "finished_at": _timestamp(attempt.finished_at),
@@ -90,7 +82,7 @@ def run_record(result: RunResult, version: int = 1) -> dict[str, Any]:
                 "status": task.status.value,
                 "reason": None if task.reason is None else task.reason.value,
                 "counts": _counts(task.counts()),
-                "attempts": [attempt_record(index, attempt) for index, attempt in enumerate(task.attempts)],
+                "attempts": [attempt_record(attempt) for attempt in task.attempts],
             }
             for task in result.tasks.values()
         ],
