@@ -285,8 +285,12 @@ class RunResult:
             if attempt.status is AttemptStatus.SKIPPED and attempt.reason is SkipReason.RESOURCE_CIRCUIT_OPEN
         )
 
-    def to_record(self, version: int = 1) -> dict[str, Any]:
-        """The portable, JSON-safe record of this run (raw keys omitted)."""
+    def to_record(self, version: int = 1, *, record_partition_keys: bool = False) -> dict[str, Any]:
+        """The portable, JSON-safe record of this run, versions 1 to 4.
+
+        Raw partition keys are omitted unless ``record_partition_keys=True``
+        (then each attempt carries its canonical key text).
+        """
         from partita.results.record import run_record
 
-        return run_record(self, version)
+        return run_record(self, version, record_partition_keys=record_partition_keys)

@@ -1,30 +1,108 @@
-"""Portable run records: JSON-safe projections of a RunResult (SPEC §6).
+"""Portable run records: JSON-safe projections of a run (SPEC §6).
 
-Records keep whether an attempt had a partition key, never the raw key.
-Failure messages and tracebacks are application text and can still repeat
-sensitive values: records are diagnostics, not redacted data.
+A live `RunResult` and a run read back from the store project into the same
+record through the same neutral rows (`RunHeader`, `AttemptRecord`), so the
+document does not depend on where the run came from.
+
+Versions add sections and never change earlier fields:
+
+- 1: run header, tasks, attempts (status, reason, blockers, timing, failure);
+- 2: each attempt's invocations in detail;
+- 3: resource statistics and callback errors;
+- 4: materialization provenance (resolution and materialization id).
+
+Records keep whether an attempt had a partition key, never the raw key,
+unless the caller opts in (``record_partition_keys=True``; then the canonical
+key text is included). Failure messages and tracebacks are application text
+and can repeat sensitive values: records are diagnostics, not redacted data.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from partita.results.model import AttemptResult, AttemptStatus, FailureInfo
+from partita.results.model import AttemptResult, FailureInfo
 
 if TYPE_CHECKING:
     from partita.results.model import RunResult
 
-__all__ = ["RECORD_SCHEMA", "SUPPORTED_RECORD_VERSIONS", "run_record"]
+__all__ = [
+    "AttemptRecord",
+    "InvocationRecord",
+    "RECORD_SCHEMA",
+    "RunHeader",
+    "SUPPORTED_RECORD_VERSIONS",
+    "TaskRecord",
+    "attempt_record_of",
+    "render_record",
+    "run_record",
+]
 
 RECORD_SCHEMA = "partita.run-record"
-SUPPORTED_RECORD_VERSIONS = (1,)
+SUPPORTED_RECORD_VERSIONS = (1, 2, 3, 4)
+LATEST_RECORD_VERSION = 4
+_STATUS_ORDER = ("failed", "interrupted", "running", "cancelled", "skipped", "success")
 
 
-def _timestamp(value: dt.datetime | float | None) -> str | None:
+@dataclass(frozen=True, slots=True)
+class InvocationRecord:
+    number: int
+    started_at: float | None
+    finished_at: float | None
+    succeeded: bool
+    failure_type: str | None = None
+    failure_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """One attempt as it is stored and recorded: no raw key unless opted in."""
+
+    asset: str
+    index: int
+    partition_key_present: bool
+    status: str
+    reason: str | None = None
+    partition_key: str | None = None
+    blocked_by: tuple[tuple[str, int], ...] = ()
+    invocations: tuple[InvocationRecord, ...] = ()
+    started_at: float | None = None
+    finished_at: float | None = None
+    duration: float = 0.0
+    failure: FailureInfo | None = None
+    resolution: str | None = None
+    materialization_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    asset: str
+    partitioned: bool
+    attempts: tuple[AttemptRecord, ...]
+    skip_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunHeader:
+    run_id: str
+    status: str
+    started_at: dt.datetime
+    finished_at: dt.datetime | None
+    targets: tuple[str, ...]
+    selection_kind: str
+    domain: str | None
+    key_count: int
+    resources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    callback_errors: tuple[dict[str, Any], ...] = ()
+
+
+def _iso(value: dt.datetime | float | None) -> str | None:
     if value is None:
         return None
-    if isinstance(value, float):
+    if isinstance(value, (int, float)):
         value = dt.datetime.fromtimestamp(value, dt.UTC)
     return value.isoformat()
 
@@ -35,55 +113,170 @@ def _failure(failure: FailureInfo | None) -> dict[str, str] | None:
     return {"type": failure.type, "message": failure.message, "traceback": failure.traceback}
 
 
-def _counts(statuses: dict[AttemptStatus, int]) -> dict[str, int]:
-    return {status.value: count for status, count in statuses.items()}
+def attempt_record_of(attempt: AttemptResult, key_text: Callable[[Any], str] | None = None) -> AttemptRecord:
+    """Project a live attempt; ``key_text`` (opt-in) formats its raw key."""
+    invocations = tuple(
+        InvocationRecord(
+            number=invocation.number,
+            started_at=invocation.started_at,
+            finished_at=invocation.finished_at,
+            succeeded=invocation.succeeded,
+            failure_type=None if invocation.failure is None else invocation.failure.type,
+            failure_message=None if invocation.failure is None else invocation.failure.message,
+        )
+        for invocation in attempt.invocations
+    )
+    return AttemptRecord(
+        asset=attempt.asset_name,
+        index=attempt.index,
+        partition_key_present=attempt.partition_key_present,
+        status=attempt.status.value,
+        reason=None if attempt.reason is None else attempt.reason.value,
+        partition_key=key_text(attempt.partition_key) if key_text and attempt.partition_key_present else None,
+        blocked_by=tuple((blocker.asset_name, blocker.index) for blocker in attempt.blocked_by),
+        invocations=invocations,
+        started_at=attempt.started_at,
+        finished_at=attempt.finished_at,
+        duration=attempt.duration,
+        failure=attempt.failure,
+        resolution=None if attempt.resolution is None else attempt.resolution.value,
+        materialization_id=attempt.materialization_id,
+    )
 
 
-def run_record(result: RunResult, version: int = 1) -> dict[str, Any]:
-    """Project ``result`` into the portable record of the given version."""
+def _counts(attempts: Sequence[AttemptRecord]) -> dict[str, int]:
+    counts = {"success": 0, "failed": 0, "skipped": 0, "cancelled": 0}
+    for attempt in attempts:
+        counts[attempt.status] = counts.get(attempt.status, 0) + 1
+    return counts
+
+
+def _task_status(task: TaskRecord) -> str:
+    if not task.attempts:
+        return "skipped"
+    present = {attempt.status for attempt in task.attempts}
+    return next((status for status in _STATUS_ORDER if status in present), "success")
+
+
+def _attempt_document(attempt: AttemptRecord, version: int, with_keys: bool) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "index": attempt.index,
+        "partition_key_present": attempt.partition_key_present,
+        "status": attempt.status,
+        "reason": attempt.reason,
+        "blocked_by": [{"asset": asset, "attempt": index} for asset, index in attempt.blocked_by],
+        "invocations": len(attempt.invocations),
+        "started_at": _iso(attempt.started_at),
+        "finished_at": _iso(attempt.finished_at),
+        "duration_seconds": attempt.duration,
+        "failure": _failure(attempt.failure),
+    }
+    if with_keys:
+        document["partition_key"] = attempt.partition_key
+    if version >= 2:
+        document["invocation_details"] = [
+            {
+                "number": invocation.number,
+                "started_at": _iso(invocation.started_at),
+                "finished_at": _iso(invocation.finished_at),
+                "succeeded": invocation.succeeded,
+                "failure": None
+                if invocation.failure_type is None
+                else {"type": invocation.failure_type, "message": invocation.failure_message or ""},
+            }
+            for invocation in attempt.invocations
+        ]
+    if version >= 4:
+        document["resolution"] = attempt.resolution
+        document["materialization_id"] = attempt.materialization_id
+    return document
+
+
+def render_record(
+    header: RunHeader, tasks: Sequence[TaskRecord], version: int = 1, *, record_partition_keys: bool = False
+) -> dict[str, Any]:
+    """The portable record document of the given version."""
     if isinstance(version, bool) or version not in SUPPORTED_RECORD_VERSIONS:
         supported = ", ".join(map(str, SUPPORTED_RECORD_VERSIONS))
         raise ValueError(f"record version must be one of {supported}")
-
-    def attempt_record(attempt: AttemptResult) -> dict[str, Any]:
-        return {
-            "index": attempt.index,
-            "partition_key_present": attempt.partition_key_present,
-            "status": attempt.status.value,
-            "reason": None if attempt.reason is None else attempt.reason.value,
-            "blocked_by": [{"asset": blocker.asset_name, "attempt": blocker.index} for blocker in attempt.blocked_by],
-            "invocations": len(attempt.invocations),
-            "started_at": _timestamp(attempt.started_at),
-            "finished_at": _timestamp(attempt.finished_at),
-            "duration_seconds": attempt.duration,
-            "failure": _failure(attempt.failure),
-        }
-
-    plan = result.plan
-    return {
+    all_attempts = [attempt for task in tasks for attempt in task.attempts]
+    finished = header.finished_at
+    document: dict[str, Any] = {
         "schema": RECORD_SCHEMA,
         "version": version,
-        "run_id": result.run_id,
-        "status": result.status.value,
-        "started_at": _timestamp(result.started_at),
-        "finished_at": _timestamp(result.finished_at),
-        "duration_seconds": result.duration,
-        "targets": list(plan.targets),
-        "selection": {
-            "kind": plan.selection.kind.value,
-            "domain": plan.selection.domain,
-            "key_count": plan.selection.key_count,
-        },
-        "counts": _counts(result.counts()),
+        "run_id": header.run_id,
+        "status": header.status,
+        "started_at": _iso(header.started_at),
+        "finished_at": _iso(finished),
+        "duration_seconds": None if finished is None else (finished - header.started_at).total_seconds(),
+        "targets": list(header.targets),
+        "selection": {"kind": header.selection_kind, "domain": header.domain, "key_count": header.key_count},
+        "partition_keys_recorded": record_partition_keys,
+        "counts": _counts(all_attempts),
         "tasks": [
             {
-                "asset": task.asset_name,
+                "asset": task.asset,
                 "partitioned": task.partitioned,
-                "status": task.status.value,
-                "reason": None if task.reason is None else task.reason.value,
-                "counts": _counts(task.counts()),
-                "attempts": [attempt_record(attempt) for attempt in task.attempts],
+                "status": _task_status(task),
+                "reason": task.skip_reason if not task.attempts else None,
+                "counts": _counts(task.attempts),
+                "attempts": [_attempt_document(a, version, record_partition_keys) for a in task.attempts],
             }
-            for task in result.tasks.values()
+            for task in tasks
         ],
     }
+    if version >= 3:
+        document["resources"] = header.resources
+        document["callback_errors"] = list(header.callback_errors)
+    return document
+
+
+def run_header_of(result: RunResult) -> RunHeader:
+    plan = result.plan
+    return RunHeader(
+        run_id=result.run_id,
+        status=result.status.value,
+        started_at=result.started_at,
+        finished_at=result.finished_at,
+        targets=plan.targets,
+        selection_kind=plan.selection.kind.value,
+        domain=plan.selection.domain,
+        key_count=plan.selection.key_count,
+        resources={
+            name: {
+                "invocations": stats.invocations,
+                "succeeded": stats.succeeded,
+                "failed": stats.failed,
+                "retries": stats.retries,
+                "wait_count": stats.wait_count,
+                "wait_duration_seconds": stats.wait_duration,
+                "invocation_duration_seconds": stats.invocation_duration,
+            }
+            for name, stats in result.resources.items()
+        },
+        callback_errors=tuple(
+            {
+                "callback": error.callback,
+                "asset": error.asset_name,
+                "partition_key_present": error.partition_key_present,
+                "failure": _failure(error.failure),
+            }
+            for error in result.callback_errors
+        ),
+    )
+
+
+def run_record(result: RunResult, version: int = 1, *, record_partition_keys: bool = False) -> dict[str, Any]:
+    """Project a live ``result`` into the portable record of the given version."""
+    definition = result.plan.selection.definition
+    key_text = definition.format_key if record_partition_keys and definition is not None else None
+    tasks = [
+        TaskRecord(
+            asset=task.asset_name,
+            partitioned=task.partitioned,
+            attempts=tuple(attempt_record_of(attempt, key_text) for attempt in task.attempts),
+            skip_reason=None if task.reason is None else task.reason.value,
+        )
+        for task in result.tasks.values()
+    ]
+    return render_record(run_header_of(result), tasks, version, record_partition_keys=record_partition_keys)
