@@ -4,6 +4,11 @@ Prints one line per size: workload, N keys, attempts, median microseconds per
 attempt over several runs, and peak traced memory per attempt. Run by hand:
 
     python benchmarks/engine_overhead.py [--sizes 1000 10000 100000] [--repeat 3]
+        [--store none|sqlite|postgresql]
+
+With ``--store`` each run is also recorded: ``sqlite`` in a temporary file,
+``postgresql`` at ``$PARTITA_BENCH_POSTGRES_URL``. The no-store figure is
+measured in the same invocation so the ratio is comparable.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gc
+import os
+import tempfile
 import statistics
 import time
 import tracemalloc
@@ -18,7 +25,7 @@ import tracemalloc
 import partita
 
 
-def build_flow() -> partita.Flow:
+def build_flow(store: str | bool = False) -> partita.Flow:
     registry = partita.AssetRegistry()
     days = partita.DatePartitionDef()
 
@@ -34,7 +41,7 @@ def build_flow() -> partita.Flow:
     def publish(transform: None) -> None:
         return None
 
-    return partita.Flow(["publish"], registry=registry)
+    return partita.Flow(["publish"], registry=registry, store=store)
 
 
 def keys_for(count: int) -> list[dt.date]:
@@ -67,20 +74,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--store", choices=["none", "sqlite", "postgresql"], default="none")
     args = parser.parse_args()
-    flow = build_flow()
-    flow.run({"partition_keys": keys_for(100)})  # warm-up: imports, thread start
-    for size in args.sizes:
-        keys = keys_for(size)
-        attempts = 3 * size
-        timings = [measure(flow, keys) for _ in range(args.repeat)]
-        median = statistics.median(timings)
-        peak = peak_memory(flow, keys)
-        print(
-            f"engine_overhead chain=3 keys={size} attempts={attempts} "
-            f"median_us_per_attempt={median / attempts * 1e6:.1f} "
-            f"peak_bytes_per_attempt={peak / attempts:.0f} runs={args.repeat}"
-        )
+    with tempfile.TemporaryDirectory() as folder:
+        flows = {"none": build_flow()}
+        if args.store == "sqlite":
+            flows["sqlite"] = build_flow(f"sqlite:///{folder}/bench.db")
+        elif args.store == "postgresql":
+            url = os.environ.get("PARTITA_BENCH_POSTGRES_URL")
+            if not url:
+                raise SystemExit("set PARTITA_BENCH_POSTGRES_URL to a PostgreSQL database the benchmark may write to")
+            flows["postgresql"] = build_flow(url)
+        for flow in flows.values():
+            flow.run({"partition_keys": keys_for(100)})  # warm-up: imports, threads, schema
+        for size in args.sizes:
+            keys = keys_for(size)
+            attempts = 3 * size
+            medians = {}
+            for name, flow in flows.items():
+                medians[name] = statistics.median(measure(flow, keys) for _ in range(args.repeat))
+                ratio = "" if name == "none" else f" ratio_to_no_store={medians[name] / medians['none']:.2f}"
+                peak = f" peak_bytes_per_attempt={peak_memory(flow, keys) / attempts:.0f}" if name == "none" else ""
+                print(
+                    f"engine_overhead chain=3 store={name} keys={size} attempts={attempts} "
+                    f"median_us_per_attempt={medians[name] / attempts * 1e6:.1f}{peak}{ratio} runs={args.repeat}"
+                )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ __all__ = [
     "EntryLoadError",
     "ExecutionError",
     "PolicyError",
+    "StoreError",
+    "UnknownRunError",
 ]
 
 
@@ -64,3 +66,13 @@ class PolicyError(PartitaError):
     """
 
     exit_code = 1
+
+
+class StoreError(PartitaError):
+    """The run-history store cannot be opened, read or written."""
+
+    exit_code = 4
+
+
+class UnknownRunError(ConfigurationError):
+    """A run id names no run in the store."""

@@ -7,9 +7,10 @@ everything before any body runs; ``run()`` executes exactly such a plan.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from partita.definitions.assets import AssetDefinition, asset_name_of
@@ -26,6 +27,8 @@ from partita.planning.graph import resolve_closure
 from partita.planning.plan import FlowPlan, build_plan
 from partita.planning.selection import KeySource
 from partita.results.model import RunResult
+from partita.store import Store, open_store, store_url_from_environment
+from partita.store.journal import StoreJournal
 
 __all__ = ["Flow", "run"]
 
@@ -78,7 +81,10 @@ class Flow:
     use in ``resource=`` to policies; callbacks receive a `CallbackContext`
     with the run's result; ``executor`` is ``None`` (threads and the event
     loop), ``"process"`` or an `Executor`; ``clock`` replaces real time for
-    retry delays, rate windows and cooldowns.
+    retry delays, rate windows and cooldowns. ``store`` records run history:
+    a URL or a `Store`; ``None`` uses ``$PARTITA_STORE`` when set and records
+    nothing otherwise; ``False`` never records. Records keep raw partition
+    keys only with ``record_partition_keys=True``.
     """
 
     def __init__(
@@ -95,6 +101,8 @@ class Flow:
         executor: Any = None,
         clock: Clock | None = None,
         cancel_grace_seconds: float = DEFAULT_CANCEL_GRACE_SECONDS,
+        store: Store | str | bool | None = None,
+        record_partition_keys: bool = False,
     ) -> None:
         self.targets = _target_names(targets)
         if registry is not None and not isinstance(registry, AssetRegistry):
@@ -122,6 +130,12 @@ class Flow:
         ):
             raise DefinitionError("Flow cancel_grace_seconds must be a finite number of seconds, zero or more")
         self.cancel_grace_seconds = float(cancel_grace_seconds)
+        if store is not None and store is not False and not isinstance(store, (str, Store)):
+            raise DefinitionError("Flow store must be a store URL, a Store, False (no store) or None")
+        self.store = store
+        if not isinstance(record_partition_keys, bool):
+            raise DefinitionError("Flow record_partition_keys must be True or False")
+        self.record_partition_keys = record_partition_keys
 
     def with_targets(self, targets: Any) -> Flow:
         """The same flow options applied to other targets of the same registry."""
@@ -162,8 +176,27 @@ class Flow:
             return config
         return self.plan(config)
 
-    def _options(self, observers: Sequence[ExecutionObserver]) -> RunOptions:
+    @contextlib.contextmanager
+    def _journal(self) -> Iterator[StoreJournal | None]:
+        """The run's journal: the given Store, a URL (or $PARTITA_STORE) opened for this run, or none."""
+        spec = self.store
+        if spec is None:
+            spec = store_url_from_environment()
+        if spec is None or spec is False:
+            yield None
+            return
+        if isinstance(spec, str):
+            store = open_store(spec)
+            try:
+                yield StoreJournal(store, record_partition_keys=self.record_partition_keys)
+            finally:
+                store.close()
+            return
+        yield StoreJournal(spec, record_partition_keys=self.record_partition_keys)  # type: ignore[arg-type]
+
+    def _options(self, observers: Sequence[ExecutionObserver], journal: StoreJournal | None) -> RunOptions:
         return RunOptions(
+            journal=journal,
             resources=self.resources,
             executor=resolve_executor(self.executor),
             clock=self.clock,
@@ -184,8 +217,13 @@ class Flow:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(execute_plan(plan, self._options(observers)))
-        raise ConfigurationError("Flow.run() was called inside a running event loop; use 'await flow.run_async(...)'")
+            pass
+        else:
+            raise ConfigurationError(
+                "Flow.run() was called inside a running event loop; use 'await flow.run_async(...)'"
+            )
+        with self._journal() as journal:
+            return asyncio.run(execute_plan(plan, self._options(observers, journal)))
 
     async def run_async(
         self, config: ConfigLike | FlowPlan = None, *, observers: Sequence[ExecutionObserver] = ()
@@ -197,7 +235,9 @@ class Flow:
         ``cancel_grace_seconds`` to finish, and observers receive the
         cancelled result before `asyncio.CancelledError` propagates.
         """
-        return await execute_plan(self._approved(config), self._options(observers))
+        plan = self._approved(config)
+        with self._journal() as journal:
+            return await execute_plan(plan, self._options(observers, journal))
 
     def __repr__(self) -> str:
         return f"Flow(targets={list(self.targets)!r})"

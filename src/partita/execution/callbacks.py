@@ -47,7 +47,7 @@ class CallbackRunner:
         try:
             await callback(context)
             completion: Completion = (token, True, None, 0.0, 0.0)
-        except Exception as exc:  # noqa: BLE001 - recorded, never propagated
+        except BaseException as exc:  # noqa: BLE001 - even CancelledError: recorded, never propagated
             completion = (token, False, exc, 0.0, 0.0)
         self._finished([completion])
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from partita.definitions.policies import ResourcePolicy
+from partita.errors import PartitaError
 from partita.execution.admission import GroupGate, ResourceGate
 from partita.execution.callbacks import CallbackRunner
 from partita.execution.clock import Clock, SystemClock
@@ -38,6 +39,7 @@ from partita.execution.events import (
 from partita.execution.executors import Executor, InProcessExecutor
 from partita.execution.graph import Edge, TaskState, build_graph
 from partita.execution.inputs import PartitionedOutputs
+from partita.execution.journal import RunJournal
 from partita.execution.retries import FailNow, OpenCircuitNow, RetryLater, decide_after_failure
 from partita.execution.workers import Completion
 from partita.planning.plan import FlowPlan
@@ -77,6 +79,7 @@ class RunOptions:
     on_complete: Callable[[CallbackContext], Any] | None = None
     cancel_grace_seconds: float = DEFAULT_CANCEL_GRACE_SECONDS
     random: Callable[[], float] | None = None
+    journal: RunJournal | None = None
 
 
 class _Run:
@@ -89,7 +92,8 @@ class _Run:
         self.max_concurrency = plan.options.max_concurrency or DEFAULT_MAX_CONCURRENCY
         self.tasks = build_graph(plan)
         self.clock = options.clock or SystemClock()
-        self.observers = ObserverFanout(options.observers)
+        journal = [options.journal] if options.journal is not None else []
+        self.observers = ObserverFanout([*journal, *options.observers])
         self.executor = options.executor or InProcessExecutor()
         self.gates: dict[str, ResourceGate] = {}
         self.groups: list[GroupGate] = []
@@ -103,6 +107,7 @@ class _Run:
         self.running = 0
         self.in_executor = 0
         self.cancelling = False
+        self.finished = False
         self.retry_history: dict[Token, list[Invocation]] = {}
         self.retry_timers: dict[Token, asyncio.Task[None]] = {}
         self.timers: set[asyncio.Task[None]] = set()
@@ -137,6 +142,9 @@ class _Run:
         self.drained = asyncio.Event()
         self.drained.set()
         self.callbacks = CallbackRunner(loop)
+        journal = self.options.journal
+        if journal is not None:
+            journal.begin(self.run_id, self.plan, started_at)  # a refusal stops the run before any body
         self.executor.start(loop, self._on_completions, self.max_concurrency)
         if self.observers:
             self.observers.emit(RunStarted(self.run_id, self.plan))
@@ -153,16 +161,22 @@ class _Run:
             result = await self._finish_with_flow_callbacks(started_at)
         except asyncio.CancelledError:
             result = await self._cancel(started_at)
-            if self.observers:
-                self.observers.emit(RunFinished(result))
+            self.observers.emit(RunFinished(result))
+            if journal is not None:
+                journal.end(result)
             raise
         finally:
             for timer in list(self.timers):
                 timer.cancel()
             self.executor.shutdown(wait=0)
             self.callbacks.shutdown()
-        if self.observers:
-            self.observers.emit(RunFinished(result))
+        self.observers.emit(RunFinished(result))
+        if journal is not None:
+            try:
+                await asyncio.to_thread(journal.end, result)
+            except PartitaError as error:
+                error.result = result  # type: ignore[attr-defined]
+                raise
         return result
 
     async def _finish_with_flow_callbacks(self, started_at: dt.datetime) -> RunResult:
@@ -206,6 +220,7 @@ class _Run:
                         reason=SkipReason.CANCELLED,
                         invocations=tuple(self.retry_history.get((task, key_index), ())),
                     )
+        self.finished = True
         return self._result(started_at)
 
     # -- readiness and admission ---------------------------------------------
@@ -353,6 +368,8 @@ class _Run:
         self._on_completions([completion], from_loop=True)
 
     def _on_completions(self, batch: list[Completion], from_loop: bool = False) -> None:
+        if self.finished:
+            return  # a body outlived the cancellation grace period: its outcome is no longer recorded
         try:
             for token, succeeded, value, started, finished in batch:
                 task, key_index = token

@@ -99,23 +99,34 @@ class ProcessExecutor:
             raise ConfigurationError("ProcessExecutor max_workers must be a positive integer")
         self._max_workers = max_workers
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._workers = 1
         self._loop: asyncio.AbstractEventLoop | None = None
         self._deliver: Deliver | None = None
 
     def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver, max_workers: int) -> None:
-        workers = self._max_workers or min(max_workers, multiprocessing.cpu_count())
-        method = "fork" if sys.platform.startswith("linux") else "spawn"
-        self._pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context(method)
-        )
+        self._workers = self._max_workers or min(max_workers, multiprocessing.cpu_count())
+        self._pool = self._new_pool()
         self._loop, self._deliver = loop, deliver
+
+    def _new_pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        method = "fork" if sys.platform.startswith("linux") else "spawn"
+        return concurrent.futures.ProcessPoolExecutor(
+            max_workers=self._workers, mp_context=multiprocessing.get_context(method)
+        )
 
     def submit(self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], asset_name: str) -> None:
         assert self._pool is not None and self._loop is not None and self._deliver is not None
         loop, deliver = self._loop, self._deliver
         submitted = time.time()
         try:
-            future = self._pool.submit(_invoke_in_worker, fn, kwargs, asset_name)
+            try:
+                future = self._pool.submit(_invoke_in_worker, fn, kwargs, asset_name)
+            except BrokenProcessPool:
+                # A worker died earlier: the attempts it took down have failed;
+                # later work gets a fresh pool.
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = self._new_pool()
+                future = self._pool.submit(_invoke_in_worker, fn, kwargs, asset_name)
         except (BrokenProcessPool, RuntimeError) as exc:
             error = ExecutionError(f"asset {asset_name!r}: the process pool cannot take work: {exc}")
             loop.call_soon(deliver, [(token, False, error, submitted, time.time())])

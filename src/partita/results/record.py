@@ -22,9 +22,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from partita.results.model import AttemptResult, FailureInfo
+from partita.results.model import AttemptResult, AttemptStatus, FailureInfo, Resolution, SkipReason
 
 if TYPE_CHECKING:
     from partita.results.model import RunResult
@@ -47,8 +47,7 @@ LATEST_RECORD_VERSION = 4
 _STATUS_ORDER = ("failed", "interrupted", "running", "cancelled", "skipped", "success")
 
 
-@dataclass(frozen=True, slots=True)
-class InvocationRecord:
+class InvocationRecord(NamedTuple):
     number: int
     started_at: float | None
     finished_at: float | None
@@ -57,9 +56,12 @@ class InvocationRecord:
     failure_message: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptRecord:
-    """One attempt as it is stored and recorded: no raw key unless opted in."""
+class AttemptRecord(NamedTuple):
+    """One attempt as it is stored and recorded: no raw key unless opted in.
+
+    A named tuple rather than a frozen dataclass: the store's journal builds
+    one per attempt, and tuple construction is several times cheaper.
+    """
 
     asset: str
     index: int
@@ -113,8 +115,35 @@ def _failure(failure: FailureInfo | None) -> dict[str, str] | None:
     return {"type": failure.type, "message": failure.message, "traceback": failure.traceback}
 
 
+_STATUS_TEXT = {status: status.value for status in AttemptStatus}
+_REASON_TEXT: dict[SkipReason | None, str | None] = {reason: reason.value for reason in SkipReason}
+_REASON_TEXT[None] = None
+_RESOLUTION_TEXT: dict[Resolution | None, str | None] = {resolution: resolution.value for resolution in Resolution}
+_RESOLUTION_TEXT[None] = None
+
+
 def attempt_record_of(attempt: AttemptResult, key_text: Callable[[Any], str] | None = None) -> AttemptRecord:
     """Project a live attempt; ``key_text`` (opt-in) formats its raw key."""
+    runs = attempt.invocations
+    if len(runs) == 1 and runs[0].failure is None and not attempt.blocked_by:
+        # The common case, kept lean: one successful invocation.
+        only = runs[0]
+        return AttemptRecord(
+            attempt.asset_name,
+            attempt.index,
+            attempt.partition_key_present,
+            _STATUS_TEXT[attempt.status],
+            _REASON_TEXT[attempt.reason],
+            key_text(attempt.partition_key) if key_text and attempt.partition_key_present else None,
+            (),
+            (InvocationRecord(only.number, only.started_at, only.finished_at, only.succeeded),),
+            only.started_at,
+            only.finished_at,
+            only.finished_at - only.started_at,
+            attempt.failure,
+            _RESOLUTION_TEXT[attempt.resolution],
+            attempt.materialization_id,
+        )
     invocations = tuple(
         InvocationRecord(
             number=invocation.number,
@@ -130,8 +159,8 @@ def attempt_record_of(attempt: AttemptResult, key_text: Callable[[Any], str] | N
         asset=attempt.asset_name,
         index=attempt.index,
         partition_key_present=attempt.partition_key_present,
-        status=attempt.status.value,
-        reason=None if attempt.reason is None else attempt.reason.value,
+        status=_STATUS_TEXT[attempt.status],
+        reason=_REASON_TEXT[attempt.reason],
         partition_key=key_text(attempt.partition_key) if key_text and attempt.partition_key_present else None,
         blocked_by=tuple((blocker.asset_name, blocker.index) for blocker in attempt.blocked_by),
         invocations=invocations,
@@ -139,7 +168,7 @@ def attempt_record_of(attempt: AttemptResult, key_text: Callable[[Any], str] | N
         finished_at=attempt.finished_at,
         duration=attempt.duration,
         failure=attempt.failure,
-        resolution=None if attempt.resolution is None else attempt.resolution.value,
+        resolution=_RESOLUTION_TEXT[attempt.resolution],
         materialization_id=attempt.materialization_id,
     )
 

@@ -1,0 +1,140 @@
+"""`StoreJournal`: writes a run to the store while it progresses.
+
+The engine hands it execution events on the scheduler thread; it only
+appends them to a buffer. A writer thread turns them into attempt rows and
+writes them in batches, one transaction per flush, so the store's cost per
+attempt stays small and an attempt that starts and finishes between two
+flushes costs one row write. A heartbeat tells other hosts the run is alive.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+from partita.errors import StoreError
+from partita.execution.events import AttemptFinished, AttemptRetrying, AttemptStarted, ExecutionEvent
+from partita.planning.plan import FlowPlan
+from partita.results.model import RunResult
+from partita.results.record import AttemptRecord, InvocationRecord, attempt_record_of, run_header_of
+from partita.store.liveness import current_owner_token
+from partita.store.protocol import RunEnd, RunStart, Store
+
+__all__ = ["StoreJournal"]
+
+FLUSH_SECONDS = 0.05
+HEARTBEAT_SECONDS = 5.0
+
+
+class StoreJournal:
+    """Records one run in a `Store`; create one per run."""
+
+    def __init__(self, store: Store, *, record_partition_keys: bool = False) -> None:
+        self._store = store
+        self._record_keys = record_partition_keys
+        self._buffer: list[Any] = []
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._run_id = ""
+        self._key_text: Any = None
+        self._retries: dict[tuple[str, int], list[InvocationRecord]] = {}
+        self._last_heartbeat = 0.0
+
+    def begin(self, run_id: str, plan: FlowPlan, started_at: dt.datetime) -> None:
+        """Record the run's start; raises StoreError before any body runs."""
+        self._run_id = run_id
+        definition = plan.selection.definition
+        if self._record_keys and definition is not None:
+            self._key_text = definition.format_key
+        self._store.record_run_started(
+            RunStart(
+                run_id=run_id,
+                started_at=started_at,
+                plan=plan.to_dict(),
+                record_partition_keys=self._record_keys,
+                owner_host=socket.gethostname(),
+                owner_pid=os.getpid(),
+                owner_token=current_owner_token(),
+            )
+        )
+        self._last_heartbeat = time.time()
+        self._thread = threading.Thread(target=self._write_loop, name="partita-store-journal", daemon=True)
+        self._thread.start()
+
+    def on_event(self, event: ExecutionEvent) -> None:
+        if type(event) in (AttemptFinished, AttemptStarted, AttemptRetrying):
+            self._buffer.append(event)
+
+    def _write_loop(self) -> None:
+        while not self._stopping:
+            self._wake.wait(FLUSH_SECONDS)
+            try:
+                self._flush()
+                now = time.time()
+                if now - self._last_heartbeat >= HEARTBEAT_SECONDS:
+                    self._store.record_heartbeat(self._run_id, now)
+                    self._last_heartbeat = now
+            except BaseException as exc:  # noqa: BLE001 - re-raised by end()
+                self._error = exc
+                return
+
+    def _flush(self) -> None:
+        batch, self._buffer = self._buffer, []
+        if not batch:
+            return
+        finished = {
+            (event.attempt.asset_name, event.attempt.index) for event in batch if type(event) is AttemptFinished
+        }
+        records: list[AttemptRecord] = []
+        for event in batch:
+            if type(event) is AttemptFinished:
+                attempt = event.attempt
+                if self._retries:
+                    self._retries.pop((attempt.asset_name, attempt.index), None)
+                records.append(attempt_record_of(attempt, self._key_text))
+            elif type(event) is AttemptRetrying or (event.asset_name, event.index) not in finished:
+                # Started and finished within one flush: the finished row suffices.
+                records.append(self._running(event))
+        self._store.record_progress(records, self._run_id)
+
+    def _running(self, event: AttemptStarted | AttemptRetrying) -> AttemptRecord:
+        earlier = self._retries.setdefault((event.asset_name, event.index), [])
+        if type(event) is AttemptRetrying:
+            earlier.append(
+                InvocationRecord(event.invocation, None, None, False, event.failure.type, event.failure.message)
+            )
+        key = self._key_text(event.partition_key) if self._key_text and event.partition_key_present else None
+        return AttemptRecord(
+            asset=event.asset_name,
+            index=event.index,
+            partition_key_present=event.partition_key_present,
+            status="running",
+            partition_key=key,
+            invocations=tuple(earlier),
+        )
+
+    def end(self, result: RunResult) -> None:
+        """Flush everything and record the outcome; raises StoreError on failure."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            error = self._error
+            raise error if isinstance(error, StoreError) else StoreError(f"run history could not be written: {error}")
+        self._flush()
+        header = run_header_of(result)
+        self._store.record_run_finished(
+            RunEnd(
+                run_id=result.run_id,
+                status=result.status.value,
+                finished_at=result.finished_at,
+                summary={"resources": header.resources, "callback_errors": list(header.callback_errors)},
+            )
+        )

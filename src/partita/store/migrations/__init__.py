@@ -1,0 +1,1 @@
+"""Alembic migrations of the run-history store, shipped with the package."""

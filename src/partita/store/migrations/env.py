@@ -1,0 +1,13 @@
+"""Alembic environment: migrations always run on a connection partita provides."""
+
+from __future__ import annotations
+
+from alembic import context
+
+connection = context.config.attributes.get("connection")
+if connection is None:
+    raise RuntimeError("partita migrations run through partita's store, which provides the connection")
+
+context.configure(connection=connection, render_as_batch=connection.dialect.name == "sqlite")
+with context.begin_transaction():
+    context.run_migrations()

@@ -1,0 +1,91 @@
+"""The `Store` protocol: run history in verbs, not SQL (SPEC §6).
+
+The engine's journal writes through these verbs as a run progresses; the CLI
+reads through them. `SqlStore` implements them on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from partita.results.record import AttemptRecord, RunHeader, TaskRecord
+
+__all__ = ["RunEnd", "RunStart", "Store", "StoredRun"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunStart:
+    """What is known when a run begins: its plan and who runs it."""
+
+    run_id: str
+    started_at: dt.datetime
+    plan: dict[str, Any]
+    record_partition_keys: bool
+    owner_host: str
+    owner_pid: int
+    owner_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnd:
+    run_id: str
+    status: str
+    finished_at: dt.datetime
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """A run read back from the store; ``status`` may be ``interrupted``."""
+
+    header: RunHeader
+    attempt_count: int
+    plan: dict[str, Any]
+    record_partition_keys: bool
+    counts: dict[str, int]
+
+    @property
+    def run_id(self) -> str:
+        return self.header.run_id
+
+    @property
+    def status(self) -> str:
+        return self.header.status
+
+    @property
+    def duration(self) -> float | None:
+        finished = self.header.finished_at
+        return None if finished is None else (finished - self.header.started_at).total_seconds()
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Durable run history shared by every process that opens the same URL."""
+
+    @property
+    def url(self) -> str:
+        """The store's location with any password masked."""
+        ...
+
+    def record_run_started(self, run: RunStart) -> None: ...
+
+    def record_progress(self, attempts: Sequence[AttemptRecord], run_id: str) -> None:
+        """Insert or update attempts (running or terminal) and their invocations."""
+        ...
+
+    def record_heartbeat(self, run_id: str, at: float) -> None: ...
+
+    def record_run_finished(self, end: RunEnd) -> None: ...
+
+    def list_runs(self, *, limit: int = 20, status: str | None = None) -> list[StoredRun]: ...
+
+    def get_run(self, run_id: str) -> StoredRun:
+        """The run with this id (or unique id prefix); `UnknownRunError` otherwise."""
+        ...
+
+    def get_tasks(self, run_id: str) -> list[TaskRecord]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,88 @@
+"""Tables of the run-history store (SQLAlchemy Core).
+
+The migrations under ``migrations/versions`` create and evolve these tables;
+this module is the description the queries use. ``SCHEMA_HEAD`` names the
+newest revision this version of partita understands.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+__all__ = ["KNOWN_REVISIONS", "SCHEMA_HEAD", "attempts", "invocations", "metadata", "runs"]
+
+#: Every migration revision this version ships, oldest first.
+KNOWN_REVISIONS = ("0001",)
+SCHEMA_HEAD = KNOWN_REVISIONS[-1]
+
+metadata = MetaData()
+
+runs = Table(
+    "partita_runs",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("finished_at", Float),
+    Column("targets", Text, nullable=False),  # JSON list
+    Column("selection_kind", String(16), nullable=False),
+    Column("domain", Text),
+    Column("key_count", Integer, nullable=False),
+    Column("attempt_count", Integer, nullable=False),
+    Column("plan", Text, nullable=False),  # the portable plan document (no raw keys)
+    Column("summary", Text),  # JSON: resources, callback errors
+    Column("record_partition_keys", Boolean, nullable=False),
+    Column("owner_host", Text, nullable=False),
+    Column("owner_pid", Integer, nullable=False),
+    Column("owner_token", Text, nullable=False),
+    Column("heartbeat_at", Float, nullable=False),
+    Index("ix_partita_runs_started_at", "started_at"),
+    Index("ix_partita_runs_status", "status"),
+)
+
+attempts = Table(
+    "partita_attempts",
+    metadata,
+    Column("run_id", String(64), ForeignKey("partita_runs.run_id", ondelete="CASCADE"), primary_key=True),
+    Column("asset", Text, primary_key=True),
+    Column("idx", Integer, primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("reason", String(32)),
+    Column("partition_key_present", Boolean, nullable=False),
+    Column("partition_key", Text),  # only with record_partition_keys
+    Column("invocations", Integer, nullable=False),
+    Column("started_at", Float),
+    Column("finished_at", Float),
+    Column("duration", Float, nullable=False),
+    Column("failure_type", Text),
+    Column("failure_message", Text),
+    Column("failure_traceback", Text),
+    Column("blocked_by", Text),  # JSON [[asset, index], ...]
+    Column("resolution", String(16)),
+    Column("materialization_id", Text),
+)
+
+invocations = Table(
+    "partita_invocations",
+    metadata,
+    Column("run_id", String(64), ForeignKey("partita_runs.run_id", ondelete="CASCADE"), primary_key=True),
+    Column("asset", Text, primary_key=True),
+    Column("idx", Integer, primary_key=True),
+    Column("number", Integer, primary_key=True),
+    Column("started_at", Float),
+    Column("finished_at", Float),
+    Column("succeeded", Boolean, nullable=False),
+    Column("failure_type", Text),
+    Column("failure_message", Text),
+)
