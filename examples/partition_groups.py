@@ -1,6 +1,8 @@
 """Declaring a PartitionGroup: an ordered chain of partitioned assets.
 
-In this version groups are validated at planning and recorded in the plan.
+Planning checks each group's rules and records the group in the plan; a run
+then admits at most max_active_keys selected keys into the chain at once
+(see examples/group_admission.py for the order this produces).
 
     partita plan examples/partition_groups.py --partition-key 2026-08-08 --partition-key 2026-08-09
 """

@@ -134,6 +134,82 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "declaration: DefinitionError: PartitionGroup max_active_keys must be at least 1",
     ],
     "cli_entries.py": ["factory flow: success 1008 visits"],
+    "group_admission.py": [
+        "start  extract_daily 2026-08-08",
+        "finish publish_daily 2026-08-08 success",
+        "start  extract_daily 2026-08-09",
+        "without the group, 2026-08-09 starts before 2026-08-08 is published: True",
+        "retry  extract_daily 2026-08-08 in 5s",
+        "start  extract_daily 2026-08-08 (invocation 2)",
+        "finish publish_daily 2026-08-08 success",
+        "start  extract_daily 2026-08-09",
+        "max_active_keys=2, keys in the chain at once: 2",
+    ],
+    "outcome_retry.py": [
+        "run status: failed",
+        "settlements 2026-08-08 success",
+        "settlements 2026-08-09 failed",
+        "settlements 2026-08-10 failed",
+        "settlements 2026-08-11 skipped (resource_circuit_open)",
+        "settlements 2026-08-12 skipped (resource_circuit_open)",
+        "ledger 2026-08-09 skipped (dependency_failed)",
+        "ledger 2026-08-12 skipped (dependency_failed)",
+        "failed: ['2026-08-09', '2026-08-10']",
+        "circuit skipped: ['2026-08-11', '2026-08-12']",
+        "ledger circuit skipped: ()",
+        "run status: success",
+        "settlements 2026-08-09 success",
+        "settlements 2026-08-12 success",
+        "ledger 2026-08-12 success",
+    ],
+    "resource_policies.py": [
+        "t=  0s start  berlin (invocation 1)",
+        "t=  0s start  lisbon (invocation 1)",
+        "t=  0s start  oslo (invocation 1)",
+        "t=  0s retry  lisbon in 30s",
+        "t= 30s start  rome (invocation 1)",
+        "t= 30s finish rome failed",
+        "t= 60s start  vienna (invocation 1)",
+        "t= 60s start  zurich (invocation 1)",
+        "t= 60s start  lisbon (invocation 2)",
+        "t= 60s finish lisbon success",
+        "run status: failed",
+        "waits requested from the clock: [30.0, 30.0, 30.0]",
+        "warehouse_api: 7 invocations, 5 succeeded, 2 failed",
+        "retries scheduled: 1",
+        "admission waits: 4, 60s in total",
+    ],
+    "retries_and_callbacks.py": [
+        "backoff schedule: [1.0, 2.0, 3.0]",
+        "on_complete run status failed, attempts {'success': 2, 'failed': 1}",
+        "news success invocations: ['ok']",
+        "sports success invocations: ['failed', 'failed', 'ok']",
+        "weather failed invocations: ['failed', 'failed', 'failed', 'failed']",
+        "failed keys: ('weather',)",
+        "delays waited: [1.0, 1.0, 2.0, 2.0, 3.0]",
+        "on_failure headlines weather gave up after invocation 4",
+        "on_retry   headlines sports invocation 1 raised TimeoutError('feed server timed out')",
+        "on_retry   headlines weather invocation 3 raised TimeoutError('feed server timed out')",
+        "callback error: flow.on_failure builtins.RuntimeError the pager service is offline",
+        "events: {'AttemptFinished': 3, 'AttemptRetrying': 5, 'AttemptStarted': 8, 'RunFinished': 1, 'RunStarted': 1}",
+    ],
+    "cancellation.py": [
+        "run_async raised CancelledError",
+        "run status: cancelled",
+        "compress s1 success s1.gz",
+        "compress s2 success s2.gz",
+        "upload s1 cancelled reason: cancelled",
+        "upload s2 cancelled reason: cancelled",
+        "report - cancelled reason: cancelled",
+    ],
+    "executors.py": [
+        "process executor: success total 1199996",
+        "checksum bodies ran in this process: False",
+        "unpicklable output: partita.errors.ExecutionError - asset 'lock_holder': "
+        "its output cannot be sent back from the worker process",
+        "custom executor: success total 1199996",
+        "bodies submitted: {'checksum': 3, 'total': 1}",
+    ],
     "terminal_assets.py": [
         "terminal assets: revenue, headcount",
         "run status: success revenue: [30, 60]",
@@ -184,6 +260,11 @@ CLI_COMMANDS: dict[str, tuple[int, list[str]]] = {
     "partita plan examples/partition_groups.py --partition-key 2026-08-08 --partition-key 2026-08-09": (
         0,
         ["download", "parse", "attempts: 4"],
+    ),
+    # docs/execution.md
+    "partita run examples/group_admission.py --partition-key 2026-08-08 --partition-key 2026-08-09 --yes": (
+        0,
+        ["extract_daily", "publish_daily", "status: success", "attempts: 4"],
     ),
     # docs/cli.md
     "partita --help": (0, ["assets", "partitions", "plan", "run"]),
@@ -260,6 +341,55 @@ def test_example_runs_as_a_script(name: str, tmp_path: Path):
     )
     assert completed.returncode == 0, completed.stderr
     _assert_in_order(completed.stdout, EXPECTED_OUTPUT.get(name, []))
+
+
+def _example_output(name: str, tmp_path: Path) -> list[str]:
+    completed = subprocess.run(
+        [sys.executable, str(EXAMPLES / name)],
+        cwd=tmp_path,
+        env=_environment(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout.splitlines()
+
+
+def test_group_admission_moves_one_key_through_the_whole_chain_before_the_next(tmp_path: Path):
+    lines = _example_output("group_admission.py", tmp_path)
+    assert lines[:8] == [
+        "start  extract_daily 2026-08-08",
+        "finish extract_daily 2026-08-08 success",
+        "start  publish_daily 2026-08-08",
+        "finish publish_daily 2026-08-08 success",
+        "start  extract_daily 2026-08-09",
+        "finish extract_daily 2026-08-09 success",
+        "start  publish_daily 2026-08-09",
+        "finish publish_daily 2026-08-09 success",
+    ]
+    # A key waiting for a retry keeps its group slot: the next key starts only afterwards.
+    retried = lines[lines.index("without the group, 2026-08-09 starts before 2026-08-08 is published: True") + 1 :]
+    assert retried[:6] == [
+        "start  extract_daily 2026-08-08",
+        "retry  extract_daily 2026-08-08 in 5s",
+        "start  extract_daily 2026-08-08 (invocation 2)",
+        "finish extract_daily 2026-08-08 success",
+        "start  publish_daily 2026-08-08",
+        "finish publish_daily 2026-08-08 success",
+    ]
+    assert retried[6] == "start  extract_daily 2026-08-09"
+
+
+def test_outcome_retry_reruns_exactly_the_failed_and_circuit_skipped_keys(tmp_path: Path):
+    lines = _example_output("outcome_retry.py", tmp_path)
+    second = lines[lines.index("run status: success") + 1 :]
+    assert [line.split()[:2] for line in second] == [
+        [asset_name, day]
+        for asset_name in ("settlements", "ledger")
+        for day in ("2026-08-09", "2026-08-10", "2026-08-11", "2026-08-12")
+    ]
+    assert all(line.endswith(" success") for line in second)
 
 
 def _documented_commands() -> list[tuple[Path, str]]:

@@ -105,6 +105,9 @@ class GroupGate:
         self.group = group
         #: The run-time state of the group's first member (where keys enter).
         self.first = first
+        # Re-entrancy guard for the engine's admission loop.
+        self.admitting = False
+        self.readmit = False
         self.members = len(group.assets)
         self.active = 0
         self._waiting: list[int] = []

@@ -211,7 +211,7 @@ class _Run:
         for task in self.tasks:
             for key_index in range(task.size):
                 if task.results[key_index] is None:
-                    task.results[key_index] = AttemptResult(
+                    cancelled = AttemptResult(
                         asset_name=task.name,
                         index=key_index,
                         partition_key=task.keys[key_index],
@@ -220,6 +220,8 @@ class _Run:
                         reason=SkipReason.CANCELLED,
                         invocations=tuple(self.retry_history.get((task, key_index), ())),
                     )
+                    task.results[key_index] = cancelled
+                    self.observers.emit(AttemptFinished(self.run_id, cancelled))
         self.finished = True
         return self._result(started_at)
 
@@ -238,8 +240,21 @@ class _Run:
             self._enqueue(task, key_index)
 
     def _admit_group(self, group: GroupGate) -> None:
-        for key_index in group.admit():
-            self._enqueue(group.first, key_index)
+        # Admitting can settle attempts at once (an open circuit skips them),
+        # which frees the slot again: loop here instead of recursing per key.
+        if group.admitting:
+            group.readmit = True
+            return
+        group.admitting = True
+        try:
+            while True:
+                group.readmit = False
+                for key_index in group.admit():
+                    self._enqueue(group.first, key_index)
+                if not group.readmit:
+                    return
+        finally:
+            group.admitting = False
 
     def _enqueue(self, task: TaskState, key_index: int) -> None:
         gate = task.gate
