@@ -143,6 +143,15 @@ class Flow:
         clone.targets = _target_names(targets)
         return clone
 
+    def with_store(self, store: Store | str | bool | None, *, record_partition_keys: bool = False) -> Flow:
+        """The same flow recording into another store (``False``: none)."""
+        clone = copy.copy(self)
+        if store is not None and store is not False and not isinstance(store, (str, Store)):
+            raise DefinitionError("Flow store must be a store URL, a Store, False (no store) or None")
+        clone.store = store
+        clone.record_partition_keys = bool(record_partition_keys)
+        return clone
+
     def closure(self) -> tuple[AssetDefinition, ...]:
         """The targets and their upstream assets, upstream first.
 

@@ -94,3 +94,10 @@ def invoke() -> Callable[..., Result]:
         return runner.invoke(cli, list(args), input=input)
 
     return call
+
+
+@pytest.fixture(autouse=True)
+def _isolated_run_history(tmp_path_factory, monkeypatch):
+    """CLI runs record history by default: keep each test's store private."""
+    folder = tmp_path_factory.mktemp("history")
+    monkeypatch.setenv("PARTITA_STORE", f"sqlite:///{folder}/partita.db")

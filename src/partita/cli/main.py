@@ -9,77 +9,36 @@ infrastructure failure.
 from __future__ import annotations
 
 import contextlib
-import functools
-import json
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
 from partita import __version__
+from partita.cli.common import (
+    EXIT_ASSET_FAILED,
+    EXIT_INTERRUPTED,
+    emit_document,
+    emit_json,
+    handles_errors,
+    opened_store,
+    store_options,
+)
 from partita.cli.entry import load_entry
 from partita.cli.progress import ProgressDisplay, ResultCapture
 from partita.cli.render import render_assets, render_partitions, render_plan, render_result
-from partita.errors import ConfigurationError, PartitaError
+from partita.cli.runs import runs
+from partita.errors import ConfigurationError
 from partita.flow import Flow
 from partita.planning.plan import FlowPlan, describe_asset
 from partita.results.model import RunResult, RunStatus
 
-EXIT_OK = 0
-EXIT_ASSET_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-
-_DOCUMENT_VERSION = 1
-
 
 def _stdin_is_interactive() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()
-
-
-_DOCUMENT_STREAM = "partita.document_stream"
-
-
-def _emit_document(kind: str, body: dict[str, Any]) -> None:
-    _emit_json({"schema": f"partita.{kind}", "version": _DOCUMENT_VERSION, **body})
-
-
-def _emit_json(document: dict[str, Any]) -> None:
-    """Write the command's one document to the real stdout (see `_handles_errors`)."""
-    stream = click.get_current_context().meta.get(_DOCUMENT_STREAM, sys.stdout)
-    click.echo(json.dumps(document, indent=2), file=stream)
-
-
-def _fail(error: PartitaError, as_json: bool) -> NoReturn:
-    if as_json:
-        _emit_document(
-            "error",
-            {"error": {"type": type(error).__name__, "message": str(error), "exit_code": error.exit_code}},
-        )
-    Console(stderr=True).print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
-    sys.exit(error.exit_code)
-
-
-def _handles_errors(command: Callable[..., None]) -> Callable[..., None]:
-    """Turn partita errors into their exit code and a clear message."""
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        as_json = bool(kwargs.get("as_json"))
-        # With --json, stdout carries exactly one document: anything entry
-        # files or asset bodies print is diverted to stderr.
-        click.get_current_context().meta[_DOCUMENT_STREAM] = sys.stdout
-        diverted = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
-        with diverted:
-            try:
-                command(*args, **kwargs)
-            except PartitaError as error:
-                _fail(error, as_json)
-
-    return wrapper
 
 
 def _entry_flow(entry: str, targets: tuple[str, ...]) -> Flow:
@@ -150,14 +109,14 @@ def cli() -> None:
 @cli.command()
 @_entry_argument
 @_json_option
-@_handles_errors
+@handles_errors
 def assets(entry: str, targets: tuple[str, ...], as_json: bool) -> None:
     """List the assets of ENTRY's flow (or of --target) and their dependencies."""
     flow = _entry_flow(entry, targets)
     closure = flow.closure()
     if as_json:
         described = [{**describe_asset(definition), "target": definition.name in flow.targets} for definition in closure]
-        _emit_document("assets", {"targets": list(flow.targets), "assets": described})
+        emit_document("assets", {"targets": list(flow.targets), "assets": described})
         return
     render_assets(Console(), closure, flow.targets)
 
@@ -165,7 +124,7 @@ def assets(entry: str, targets: tuple[str, ...], as_json: bool) -> None:
 @cli.command()
 @_entry_argument
 @_json_option
-@_handles_errors
+@handles_errors
 def partitions(entry: str, targets: tuple[str, ...], as_json: bool) -> None:
     """Describe the partition definitions of ENTRY's assets.
 
@@ -180,7 +139,7 @@ def partitions(entry: str, targets: tuple[str, ...], as_json: bool) -> None:
             for definition in closure
             if definition.partition_def is not None
         ]
-        _emit_document("partitions", {"assets": described})
+        emit_document("partitions", {"assets": described})
         return
     render_partitions(Console(), closure)
 
@@ -202,12 +161,12 @@ def _make_plan(
 @_entry_argument
 @_selection_options
 @_json_option
-@_handles_errors
+@handles_errors
 def plan(entry: str, targets: tuple[str, ...], as_json: bool, **selection: Any) -> None:
     """Show what a run of ENTRY would do, without running anything."""
     _, flow_plan = _make_plan(entry, targets, **selection)
     if as_json:
-        _emit_json(flow_plan.to_dict())
+        emit_json(flow_plan.to_dict())
         return
     render_plan(Console(), flow_plan)
 
@@ -216,10 +175,28 @@ def plan(entry: str, targets: tuple[str, ...], as_json: bool, **selection: Any) 
 @_entry_argument
 @_selection_options
 @click.option("--yes", "-y", is_flag=True, help="Approve the plan without asking.")
+@store_options
+@click.option(
+    "--record-partition-keys", is_flag=True,
+    help="Keep each attempt's canonical key text in the run history (off: only whether it had a key).",
+)
 @_json_option
-@_handles_errors
-def run(entry: str, targets: tuple[str, ...], yes: bool, as_json: bool, **selection: Any) -> None:
-    """Plan ENTRY, ask for approval, then run exactly that plan."""
+@handles_errors
+def run(
+    entry: str,
+    targets: tuple[str, ...],
+    yes: bool,
+    store_url: str | None,
+    no_store: bool,
+    record_partition_keys: bool,
+    as_json: bool,
+    **selection: Any,
+) -> None:
+    """Plan ENTRY, ask for approval, then run exactly that plan.
+
+    The run is recorded in the run-history store as it progresses (see
+    --store); `partita runs` reads it back.
+    """
     if not yes:
         if as_json:
             raise ConfigurationError(
@@ -231,35 +208,54 @@ def run(entry: str, targets: tuple[str, ...], yes: bool, as_json: bool, **select
             )
     flow, flow_plan = _make_plan(entry, targets, **selection)
     err = Console(stderr=True)
-    render_plan(err, flow_plan)
-    if not yes and not click.confirm(f"Run {flow_plan.attempt_count} attempts?", default=False, err=True):
-        err.print("Declined; nothing ran.")
-        return
-    capture = ResultCapture()
-    observers: list[Any] = [capture]
-    show_progress = not as_json and err.is_terminal
-    display = ProgressDisplay(err) if show_progress else None
-    if display is not None:
-        observers.append(display)
+    # The store opens before approval: an unusable store stops here (exit 4).
+    with opened_store(store_url, no_store) as store:
+        render_plan(err, flow_plan)
+        if not yes and not click.confirm(f"Run {flow_plan.attempt_count} attempts?", default=False, err=True):
+            err.print("Declined; nothing ran.")
+            return
+        capture = ResultCapture()
+        observers: list[Any] = [capture]
+        display = ProgressDisplay(err) if not as_json and err.is_terminal else None
+        if display is not None:
+            observers.append(display)
+        recorded = flow.with_store(store if store is not None else False, record_partition_keys=record_partition_keys)
+        result = _execute(recorded, flow_plan, observers, display, capture, err, as_json)
+        if store is not None and not as_json:
+            err.print(f"recorded as run {result.run_id} in {escape(store.url)}", highlight=False)
+    _report(result, flow_plan, as_json)
+    if result.status is RunStatus.FAILED:
+        sys.exit(EXIT_ASSET_FAILED)
+
+
+def _execute(
+    flow: Flow,
+    flow_plan: FlowPlan,
+    observers: list[Any],
+    display: ProgressDisplay | None,
+    capture: ResultCapture,
+    err: Console,
+    as_json: bool,
+) -> RunResult:
     try:
         with display if display is not None else contextlib.nullcontext():
-            result = flow.run(flow_plan, observers=observers)
+            return flow.run(flow_plan, observers=observers)
     except KeyboardInterrupt:
         result = capture.result
         err.print("[magenta]Interrupted:[/] no new work was admitted; unfinished attempts are cancelled.")
         if result is not None:
             _report(result, flow_plan, as_json)
         sys.exit(EXIT_INTERRUPTED)
-    _report(result, flow_plan, as_json)
-    if result.status is RunStatus.FAILED:
-        sys.exit(EXIT_ASSET_FAILED)
 
 
 def _report(result: RunResult, flow_plan: FlowPlan, as_json: bool) -> None:
     if as_json:
-        _emit_document("run-result", {"plan": flow_plan.to_dict(), "result": result.to_record(version=1)})
+        emit_document("run-result", {"plan": flow_plan.to_dict(), "result": result.to_record(version=1)})
     else:
         render_result(Console(), result)
+
+
+cli.add_command(runs)
 
 
 def main() -> None:

@@ -1,0 +1,98 @@
+"""What every command shares: one JSON document on stdout, errors as exit codes, store options."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from partita.errors import ConfigurationError, PartitaError
+from partita.store import DEFAULT_STORE_URL, SqlStore, open_store, store_url_from_environment
+
+EXIT_OK = 0
+EXIT_ASSET_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+_DOCUMENT_VERSION = 1
+
+
+_DOCUMENT_STREAM = "partita.document_stream"
+
+
+def emit_document(kind: str, body: dict[str, Any]) -> None:
+    emit_json({"schema": f"partita.{kind}", "version": _DOCUMENT_VERSION, **body})
+
+
+def emit_json(document: dict[str, Any]) -> None:
+    """Write the command's one document to the real stdout (see `handles_errors`)."""
+    stream = click.get_current_context().meta.get(_DOCUMENT_STREAM, sys.stdout)
+    click.echo(json.dumps(document, indent=2), file=stream)
+
+
+def fail(error: PartitaError, as_json: bool) -> NoReturn:
+    if as_json:
+        emit_document(
+            "error",
+            {"error": {"type": type(error).__name__, "message": str(error), "exit_code": error.exit_code}},
+        )
+    Console(stderr=True).print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+    sys.exit(error.exit_code)
+
+
+def handles_errors(command: Callable[..., None]) -> Callable[..., None]:
+    """Turn partita errors into their exit code and a clear message."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        as_json = bool(kwargs.get("as_json"))
+        # With --json, stdout carries exactly one document: anything entry
+        # files or asset bodies print is diverted to stderr.
+        click.get_current_context().meta[_DOCUMENT_STREAM] = sys.stdout
+        diverted = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+        with diverted:
+            try:
+                command(*args, **kwargs)
+            except PartitaError as error:
+                fail(error, as_json)
+
+    return wrapper
+
+
+
+def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--store URL`` and ``--no-store`` (resolved by `opened_store`)."""
+    command = click.option(
+        "--no-store", is_flag=True, help="Do not read or record run history."
+    )(command)
+    return click.option(
+        "--store", "store_url", metavar="URL", default=None,
+        help=f"Run-history store (default: $PARTITA_STORE, else {DEFAULT_STORE_URL}).",
+    )(command)
+
+
+@contextlib.contextmanager
+def opened_store(store_url: str | None, no_store: bool, *, required: bool = False) -> Iterator[SqlStore | None]:
+    """The store chosen by --store, $PARTITA_STORE or the default; None with --no-store."""
+    if no_store:
+        if store_url:
+            raise ConfigurationError("--store and --no-store cannot be combined")
+        if required:
+            raise ConfigurationError("this command reads run history; --no-store leaves nothing to read")
+        yield None
+        return
+    url = store_url or store_url_from_environment() or DEFAULT_STORE_URL
+    store = open_store(url)
+    if store.created:
+        Console(stderr=True).print(f"partita: created the run-history store {escape(store.url)}", highlight=False)
+    try:
+        yield store
+    finally:
+        store.close()

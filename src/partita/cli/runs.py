@@ -1,0 +1,185 @@
+"""``partita runs``: list, show and compare recorded runs (SPEC §6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from partita.cli.common import emit_document, handles_errors, opened_store
+from partita.results.record import LATEST_RECORD_VERSION, render_record
+from partita.store import StoredRun
+from partita.store.history import compare_runs
+
+_STATUSES = ("running", "interrupted", "success", "failed", "cancelled")
+_STYLE = {"success": "green", "failed": "red", "cancelled": "magenta", "interrupted": "magenta", "running": "cyan"}
+
+
+def _store_option(command: Any) -> Any:
+    return click.option(
+        "--store", "store_url", metavar="URL", default=None,
+        help="Run-history store (default: $PARTITA_STORE, else sqlite:///.partita/partita.db).",
+    )(command)
+
+
+def _json_option(command: Any) -> Any:
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(command)
+
+
+def _summary(run: StoredRun) -> dict[str, Any]:
+    header = run.header
+    return {
+        "run_id": run.run_id,
+        "status": run.status,
+        "started_at": header.started_at.isoformat(),
+        "finished_at": None if header.finished_at is None else header.finished_at.isoformat(),
+        "duration_seconds": run.duration,
+        "targets": list(header.targets),
+        "selection": {"kind": header.selection_kind, "domain": header.domain, "key_count": header.key_count},
+        "attempt_count": run.attempt_count,
+        "counts": run.counts,
+    }
+
+
+def _styled(status: str) -> str:
+    return f"[{_STYLE.get(status, 'white')}]{status}[/]"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}s"
+
+
+@click.group()
+def runs() -> None:
+    """Inspect the run history: list, show and compare runs."""
+
+
+@runs.command("list")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Show at most N runs.")
+@click.option("--status", type=click.Choice(_STATUSES), default=None, help="Only runs with this status.")
+@_store_option
+@_json_option
+@handles_errors
+def list_runs(limit: int, status: str | None, store_url: str | None, as_json: bool) -> None:
+    """The most recent runs, newest first."""
+    with opened_store(store_url, False, required=True) as store:
+        assert store is not None
+        found = store.list_runs(limit=limit, status=status)
+        url = store.url
+    if as_json:
+        emit_document("runs", {"store": url, "runs": [_summary(run) for run in found]})
+        return
+    console = Console()
+    if not found:
+        console.print(f"No runs recorded in {escape(url)}.", highlight=False)
+        return
+    table = Table(title=f"runs in {escape(url)} (ids abbreviated; any unique prefix works)", title_justify="left")
+    for column in ("run id", "status", "started", "duration", "targets", "attempts", "failed", "skipped"):
+        table.add_column(column)
+    for run in found:
+        table.add_row(
+            run.run_id[:12],
+            _styled(run.status),
+            run.header.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+            _seconds(run.duration),
+            ", ".join(run.header.targets),
+            str(run.attempt_count),
+            str(run.counts.get("failed", 0)),
+            str(run.counts.get("skipped", 0)),
+        )
+    console.print(table)
+
+
+@runs.command("show")
+@click.argument("run_id")
+@_store_option
+@_json_option
+@handles_errors
+def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
+    """One run: status, timing and every task's outcome (RUN_ID or a unique prefix)."""
+    with opened_store(store_url, False, required=True) as store:
+        assert store is not None
+        run = store.get_run(run_id)
+        tasks = store.get_tasks(run.run_id)
+    record = render_record(
+        run.header, tasks, LATEST_RECORD_VERSION, record_partition_keys=run.record_partition_keys
+    )
+    if as_json:
+        emit_document("run", {"run": record})
+        return
+    console = Console()
+    console.print(
+        f"run {run.run_id}: {_styled(run.status)}, started {run.header.started_at:%Y-%m-%d %H:%M:%S}, "
+        f"duration {_seconds(run.duration)}",
+        highlight=False,
+    )
+    selection = record["selection"]
+    console.print(
+        f"targets: {', '.join(run.header.targets)}; selection: {selection['kind']}"
+        f" ({selection['domain'] or 'unpartitioned'}, {selection['key_count']} keys)",
+        highlight=False,
+    )
+    table = Table(title="tasks", title_justify="left")
+    for column in ("asset", "status", "success", "failed", "skipped", "cancelled", "unfinished", "materialized"):
+        table.add_column(column)
+    for task in record["tasks"]:
+        counts = task["counts"]
+        unfinished = counts.get("running", 0) + counts.get("interrupted", 0)
+        materialized = sum(1 for attempt in task["attempts"] if attempt.get("resolution") == "materialized")
+        table.add_row(
+            task["asset"],
+            _styled(task["status"]),
+            *(str(counts.get(name, 0)) for name in ("success", "failed", "skipped", "cancelled")),
+            str(unfinished),
+            str(materialized),
+        )
+    console.print(table)
+    for task in record["tasks"]:
+        for attempt in task["attempts"]:
+            if attempt["failure"] is not None:
+                failure = attempt["failure"]
+                console.print(
+                    f"[red]{escape(task['asset'])}[/] attempt {attempt['index']}: "
+                    f"{escape(failure['type'])}: {escape(failure['message'])}"
+                )
+                break
+
+
+@runs.command("compare")
+@click.argument("first")
+@click.argument("second")
+@_store_option
+@_json_option
+@handles_errors
+def compare(first: str, second: str, store_url: str | None, as_json: bool) -> None:
+    """Status and duration per asset in two runs, and what changed."""
+    with opened_store(store_url, False, required=True) as store:
+        assert store is not None
+        comparison = compare_runs(store, first, second)
+    if as_json:
+        emit_document("runs-compare", comparison)
+        return
+    console = Console()
+    a, b = comparison["a"], comparison["b"]
+    console.print(
+        f"A {a['run_id']} ({_styled(a['status'])}, {_seconds(a['duration_seconds'])})  vs  "
+        f"B {b['run_id']} ({_styled(b['status'])}, {_seconds(b['duration_seconds'])})",
+        highlight=False,
+    )
+    table = Table(title="per asset", title_justify="left")
+    for column in ("asset", "A status", "B status", "A duration", "B duration", "changes"):
+        table.add_column(column)
+    for row in comparison["assets"]:
+        left, right = row["a"] or {}, row["b"] or {}
+        table.add_row(
+            row["asset"],
+            _styled(left["status"]) if left else "-",
+            _styled(right["status"]) if right else "-",
+            _seconds(left.get("duration_seconds")),
+            _seconds(right.get("duration_seconds")),
+            escape("; ".join(row["changes"])) or "unchanged",
+        )
+    console.print(table)
