@@ -122,6 +122,12 @@ class SqlStore:
         return engine
 
     def _postgresql_engine(self, url: Any) -> Engine:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise ConfigurationError(
+                "a postgresql:// store needs psycopg; install it with: pip install 'partita[postgres]'"
+            ) from None
         return create_engine(
             url.set(drivername="postgresql+psycopg"),
             pool_pre_ping=True,
