@@ -44,6 +44,8 @@ class StoreJournal:
         self._run_id = ""
         self._key_text: Any = None
         self._retries: dict[tuple[str, int], list[InvocationRecord]] = {}
+        # Attempts written as running: their next row is an update.
+        self._written: set[tuple[str, int]] = set()
         self._last_heartbeat = 0.0
 
     def begin(self, run_id: str, plan: FlowPlan, started_at: dt.datetime) -> None:
@@ -91,31 +93,49 @@ class StoreJournal:
         finished = {
             (event.attempt.asset_name, event.attempt.index) for event in batch if type(event) is AttemptFinished
         }
-        records: list[AttemptRecord] = []
+        fresh: list[AttemptRecord] = []
+        updates: list[AttemptRecord] = []
+        written = self._written
         for event in batch:
             if type(event) is AttemptFinished:
                 attempt = event.attempt
+                key = (attempt.asset_name, attempt.index)
                 if self._retries:
-                    self._retries.pop((attempt.asset_name, attempt.index), None)
-                records.append(attempt_record_of(attempt, self._key_text))
+                    self._retries.pop(key, None)
+                record = attempt_record_of(attempt, self._key_text)
             elif type(event) is AttemptRetrying or (event.asset_name, event.index) not in finished:
-                # Started and finished within one flush: the finished row suffices.
-                records.append(self._running(event))
-        self._store.record_progress(records, self._run_id)
+                key = (event.asset_name, event.index)
+                record = self._running(event)
+            else:
+                continue  # started and finished within one flush: the finished row suffices
+            if key in written:
+                updates.append(record)
+            else:
+                fresh.append(record)
+            if record.status == "running":
+                written.add(key)
+            else:
+                written.discard(key)
+        if fresh:
+            self._store.record_progress(fresh, self._run_id, new=True)
+        if updates:
+            self._store.record_progress(updates, self._run_id)
 
     def _running(self, event: AttemptStarted | AttemptRetrying) -> AttemptRecord:
-        earlier = self._retries.setdefault((event.asset_name, event.index), [])
+        key = (event.asset_name, event.index)
+        earlier = self._retries.get(key, [])
         if type(event) is AttemptRetrying:
+            earlier = self._retries.setdefault(key, earlier)
             earlier.append(
                 InvocationRecord(event.invocation, None, None, False, event.failure.type, event.failure.message)
             )
-        key = self._key_text(event.partition_key) if self._key_text and event.partition_key_present else None
+        key_text = self._key_text(event.partition_key) if self._key_text and event.partition_key_present else None
         return AttemptRecord(
             asset=event.asset_name,
             index=event.index,
             partition_key_present=event.partition_key_present,
             status="running",
-            partition_key=key,
+            partition_key=key_text,
             invocations=tuple(earlier),
         )
 

@@ -72,8 +72,12 @@ class Store(Protocol):
 
     def record_run_started(self, run: RunStart) -> None: ...
 
-    def record_progress(self, attempts: Sequence[AttemptRecord], run_id: str) -> None:
-        """Insert or update attempts (running or terminal) and their invocations."""
+    def record_progress(self, attempts: Sequence[AttemptRecord], run_id: str, *, new: bool = False) -> None:
+        """Write attempts (running or terminal) and their invocations.
+
+        ``new=True`` promises none of them was written before, which lets the
+        store use its fastest bulk insert; otherwise rows are upserted.
+        """
         ...
 
     def record_heartbeat(self, run_id: str, at: float) -> None: ...
