@@ -143,6 +143,8 @@ class RetryPolicy:
 
     def delay_before(self, invocation: int, rng: random.Random | Callable[[], float] | None = None) -> float:
         """Seconds to wait before invocation number ``invocation`` (2 or more)."""
+        if self.delay == 0:
+            return 0.0
         exponent = max(0, invocation - 2)
         try:
             wait = self.delay * self.backoff**exponent

@@ -54,7 +54,9 @@ class ResourceGate:
         rate = self.policy.rate_limit
         if rate is not None and self._window is not None:
             window = self._window
-            while window and now - window[0] >= rate.per_seconds:
+            # Same expression as the reopening time below: under float
+            # rounding "now - start >= window" could disagree with it.
+            while window and now >= window[0] + rate.per_seconds:
                 window.popleft()
             if len(window) >= rate.requests:
                 opens = window[0] + rate.per_seconds
