@@ -16,6 +16,8 @@ __all__ = [
     "EntryLoadError",
     "ExecutionError",
     "PolicyError",
+    "FileMaterializationError",
+    "MaterializationError",
     "StoreError",
     "UnknownRunError",
 ]
@@ -76,3 +78,13 @@ class StoreError(PartitaError):
 
 class UnknownRunError(ConfigurationError):
     """A run id names no run in the store."""
+
+
+class MaterializationError(PartitaError):
+    """Resolving, loading or committing a materialized output failed."""
+
+    exit_code = 4
+
+
+class FileMaterializationError(MaterializationError):
+    """A FileMaterialization root holds something malformed, incompatible or corrupt."""

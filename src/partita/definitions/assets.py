@@ -16,6 +16,7 @@ from typing import Any, TypeVar, overload
 from partita.definitions.policies import RetryPolicy
 from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import DefinitionError
+from partita.materialization.protocol import check_version
 from partita.partitions.base import PartitionDef
 
 __all__ = ["AssetDefinition", "asset", "asset_name_of", "definition_of"]
@@ -48,6 +49,8 @@ class AssetDefinition:
     is_async: bool
     resource: str | None = None
     retry: RetryPolicy | None = None
+    materialization: Any = field(default=None, repr=False)
+    version: str | None = None
     on_success: Callback | None = field(default=None, repr=False)
     on_failure: Callback | None = field(default=None, repr=False)
     on_retry: Callback | None = field(default=None, repr=False)
@@ -105,12 +108,23 @@ def _check_options(
     asset_name: str,
     resource: str | None,
     retry: RetryPolicy | None,
+    materialization: Any,
+    version: str | None,
     callbacks: dict[str, Callback | None],
 ) -> None:
     if resource is not None and (not isinstance(resource, str) or not resource.strip()):
         raise DefinitionError(f"asset {asset_name!r}: resource must be the non-empty name of a resource policy")
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise DefinitionError(f"asset {asset_name!r}: retry must be a RetryPolicy")
+    if materialization is not None and not all(
+        callable(getattr(materialization, method, None)) for method in ("resolve", "load", "commit")
+    ):
+        raise DefinitionError(
+            f"asset {asset_name!r}: materialization must provide resolve(), load() and commit() "
+            "(for example FileMaterialization(root))"
+        )
+    if version is not None:
+        check_version(version, f"asset {asset_name!r}")
     for option, callback in callbacks.items():
         if callback is not None and not callable(callback):
             raise DefinitionError(f"asset {asset_name!r}: {option} must be a callable taking a CallbackContext")
@@ -124,6 +138,8 @@ def _build_definition(
     partition_def: PartitionDef | None,
     resource: str | None = None,
     retry: RetryPolicy | None = None,
+    materialization: Any = None,
+    version: str | None = None,
     on_success: Callback | None = None,
     on_failure: Callback | None = None,
     on_retry: Callback | None = None,
@@ -142,7 +158,12 @@ def _build_definition(
     if deps is not None and (isinstance(deps, (str, bytes)) or not isinstance(deps, Sequence)):
         raise DefinitionError(f"asset {asset_name!r}: deps must be a list of asset names or @asset functions")
     _check_options(
-        asset_name, resource, retry, {"on_success": on_success, "on_failure": on_failure, "on_retry": on_retry}
+        asset_name,
+        resource,
+        retry,
+        materialization,
+        version,
+        {"on_success": on_success, "on_failure": on_failure, "on_retry": on_retry},
     )
     inputs, context_parameter = _read_signature(fn, asset_name)
     all_deps = [upstream for _, upstream in inputs]
@@ -162,6 +183,8 @@ def _build_definition(
         is_async=inspect.iscoroutinefunction(fn),
         resource=resource,
         retry=retry,
+        materialization=materialization,
+        version=version,
         on_success=on_success,
         on_failure=on_failure,
         on_retry=on_retry,
@@ -180,6 +203,8 @@ def asset(
     partition_def: PartitionDef | None = None,
     resource: str | None = None,
     retry: RetryPolicy | None = None,
+    materialization: Any = None,
+    version: str | None = None,
     on_success: Callback | None = None,
     on_failure: Callback | None = None,
     on_retry: Callback | None = None,
@@ -196,6 +221,8 @@ def asset(
     partition_def: PartitionDef | None = None,
     resource: str | None = None,
     retry: RetryPolicy | None = None,
+    materialization: Any = None,
+    version: str | None = None,
     on_success: Callback | None = None,
     on_failure: Callback | None = None,
     on_retry: Callback | None = None,
@@ -206,7 +233,9 @@ def asset(
     Parameters name upstream assets (a parameter called ``context`` receives
     the run context instead); ``deps`` adds ordering-only dependencies.
     ``resource`` names a flow's `ResourcePolicy`; ``retry`` retries failures
-    of this asset; callbacks receive a `CallbackContext`. The function is
+    of this asset; ``materialization`` (an adapter such as
+    `FileMaterialization`) with an explicit ``version`` reuses committed
+    outputs per key; callbacks receive a `CallbackContext`. The function is
     returned unchanged.
     """
 
@@ -221,6 +250,8 @@ def asset(
             partition_def=partition_def,
             resource=resource,
             retry=retry,
+            materialization=materialization,
+            version=version,
             on_success=on_success,
             on_failure=on_failure,
             on_retry=on_retry,

@@ -39,7 +39,11 @@ def _positive_int(owner: str, field_name: str, value: Any) -> int:
 def _seconds(owner: str, field_name: str, value: Any, *, allow_zero: bool) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise DefinitionError(f"{owner} {field_name} must be a number of seconds")
-    if math.isnan(value) or math.isinf(value):
+    try:
+        finite = math.isfinite(float(value))
+    except OverflowError:  # an int too large for a float
+        finite = False
+    if not finite:
         raise DefinitionError(f"{owner} {field_name} must be finite")
     if value < 0 or (value == 0 and not allow_zero):
         bound = "zero or more" if allow_zero else "greater than zero"

@@ -84,6 +84,15 @@ class ResourceGate:
         else:
             self.failed += 1
 
+    def note_operation(self, succeeded: bool, duration: float) -> None:
+        """A storage operation (a commit) for an asset on this resource."""
+        self.invocations += 1
+        self.invocation_duration += duration
+        if succeeded:
+            self.succeeded += 1
+        else:
+            self.failed += 1
+
     def forget(self, token: tuple[object, int]) -> None:
         self._denied_since.pop(token, None)
 

@@ -41,6 +41,7 @@ from partita.execution.graph import Edge, TaskState, build_graph
 from partita.execution.inputs import PartitionedOutputs
 from partita.execution.journal import RunJournal
 from partita.execution.retries import FailNow, OpenCircuitNow, RetryLater, decide_after_failure
+from partita.execution.reuse import OutputReuse
 from partita.execution.workers import Completion
 from partita.planning.plan import FlowPlan
 from partita.results.model import (
@@ -116,6 +117,8 @@ class _Run:
         self.drained: asyncio.Event | None = None
         self.callbacks: CallbackRunner | None = None
         self._dispatch = self._dispatch_free if not self.gates else self._dispatch_gated
+        materialized = any(task.definition.materialization is not None for task in self.tasks)
+        self.reuse: OutputReuse | None = OutputReuse(self) if materialized else None
 
     def _bind_policies(self) -> None:
         for task in self.tasks:
@@ -170,6 +173,8 @@ class _Run:
                 timer.cancel()
             self.executor.shutdown(wait=0)
             self.callbacks.shutdown()
+            if self.reuse is not None:
+                self.reuse.shutdown()
         self.observers.emit(RunFinished(result))
         if journal is not None:
             try:
@@ -237,7 +242,20 @@ class _Run:
             task.group.request(key_index)
             self._admit_group(task.group)
         else:
+            self._admitted(task, key_index)
+
+    def _admitted(self, task: TaskState, key_index: int) -> None:
+        """Past dependencies and group admission: prepare reuse, or queue the body."""
+        if self.reuse is not None and task.definition.materialization is not None:
+            self.reuse.prepare(task, key_index)
+        else:
             self._enqueue(task, key_index)
+
+    def enqueue_after_preparation(self, task: TaskState, key_index: int) -> None:
+        self._enqueue(task, key_index)
+
+    def dispatch(self) -> None:
+        self._dispatch()
 
     def _admit_group(self, group: GroupGate) -> None:
         # Admitting can settle attempts at once (an open circuit skips them),
@@ -250,7 +268,7 @@ class _Run:
             while True:
                 group.readmit = False
                 for key_index in group.admit():
-                    self._enqueue(group.first, key_index)
+                    self._admitted(group.first, key_index)
                 if not group.readmit:
                     return
         finally:
@@ -418,6 +436,34 @@ class _Run:
     def _succeeded(self, task: TaskState, key_index: int, output: Any, started: float, finished: float) -> None:
         token = (task, key_index)
         number = 1 if not self.retry_history else 1 + len(self.retry_history.get(token, ()))
+        invocations = self._invocations(token, Invocation(number, started, finished, True))
+        if self.reuse is not None and task.definition.materialization is not None:
+            self.reuse.commit(task, key_index, output, invocations)
+            return
+        self.settle_executed(task, key_index, output, invocations, None)
+
+    def settle_executed(
+        self,
+        task: TaskState,
+        key_index: int,
+        output: Any,
+        invocations: tuple[Invocation, ...],
+        materialization_id: str | None,
+    ) -> None:
+        self._settle_success(task, key_index, output, invocations, Resolution.EXECUTED, materialization_id)
+
+    def settle_materialized(self, task: TaskState, key_index: int, output: Any, materialization_id: str) -> None:
+        self._settle_success(task, key_index, output, (), Resolution.MATERIALIZED, materialization_id)
+
+    def _settle_success(
+        self,
+        task: TaskState,
+        key_index: int,
+        output: Any,
+        invocations: tuple[Invocation, ...],
+        resolution: Resolution,
+        materialization_id: str | None,
+    ) -> None:
         task.outputs[key_index] = output
         result = AttemptResult(
             asset_name=task.name,
@@ -426,12 +472,31 @@ class _Run:
             partition_key_present=task.partitioned,
             status=AttemptStatus.SUCCESS,
             output=output,
-            invocations=self._invocations(token, Invocation(number, started, finished, True)),
-            resolution=Resolution.EXECUTED,
+            invocations=invocations,
+            resolution=resolution,
+            materialization_id=materialization_id,
         )
         self._settle(task, key_index, result, None)
         if self.has_callbacks and task.definition.on_success is not None:
-            self._asset_callback("on_success", task, key_index, None, number)
+            self._asset_callback("on_success", task, key_index, None, len(invocations))
+
+    def fail_reuse(
+        self, task: TaskState, key_index: int, exc: BaseException, invocations: tuple[Invocation, ...]
+    ) -> None:
+        """A resolve, load or commit failure: the attempt fails (no silent rerun)."""
+        result = AttemptResult(
+            asset_name=task.name,
+            index=key_index,
+            partition_key=task.keys[key_index],
+            partition_key_present=task.partitioned,
+            status=AttemptStatus.FAILED,
+            exception=exc,
+            failure=FailureInfo.from_exception(exc),
+            invocations=invocations,
+        )
+        self._settle(task, key_index, result, result)
+        if self.has_callbacks and task.definition.on_failure is not None:
+            self._asset_callback("on_failure", task, key_index, exc, len(invocations))
 
     def _invocation_failed(
         self, task: TaskState, key_index: int, exc: BaseException, started: float, finished: float

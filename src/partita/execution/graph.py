@@ -49,6 +49,8 @@ class TaskState:
     gate: Any = None
     group: Any = None
     group_position: int = -1
+    # Materialized tasks: each key's committed or loaded materialization id.
+    materialization_ids: list[str | None] | None = None
 
     @property
     def name(self) -> str:

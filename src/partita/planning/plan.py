@@ -21,6 +21,7 @@ from partita.definitions.registry import AssetRegistry
 from partita.errors import PlanningError
 from partita.planning.graph import resolve_closure
 from partita.planning.groups import plan_groups
+from partita.planning.materialization import check_materialization
 from partita.planning.selection import KeySource, Selection, SelectionKind, select_partitions
 
 __all__ = ["FlowPlan", "PlanOptions", "ResourcePlan", "TaskPlan", "build_plan", "describe_asset"]
@@ -40,6 +41,9 @@ def describe_asset(definition: AssetDefinition) -> dict[str, Any]:
         "partition": None if partition_def is None else partition_def.describe(),
         "async": definition.is_async,
         "resource": definition.resource,
+        "materialization": None
+        if definition.materialization is None
+        else {"adapter": type(definition.materialization).__name__, "version": definition.version},
         "retry": None if retry is None else {
             "max_attempts": retry.max_attempts,
             "delay": retry.delay,
@@ -190,6 +194,7 @@ def build_plan(
     closure = resolve_closure(registry, targets)
     planned_resources = _plan_resources(closure, resources or {})
     by_name = {definition.name: definition for definition in closure}
+    check_materialization(by_name)
     selection = select_partitions(closure, config, key_source)
     groups = plan_groups(partition_groups, by_name)
     group_of = {name: index for index, group in enumerate(groups) for name in group.assets}

@@ -1,0 +1,403 @@
+"""`FileMaterialization`: committed outputs in a local folder.
+
+Layout under ``root`` (identities are SHA-256 hashes, so no raw key becomes a
+file name)::
+
+    objects/<hh>/<identity>/<materialization id>/payload        immutable
+    objects/<hh>/<identity>/<materialization id>/manifest.json  immutable
+    refs/<hh>/<identity>.json            small, replaced atomically
+    invalidations/<hh>/<identity>.json   the revocation ledger
+
+A commit writes a new generation (payload, then manifest, each fsynced, then
+the generation folder), and only then replaces the reference. A reader
+therefore sees the old generation or the new one, never half of one; a
+process killed midway leaves an unreferenced generation behind. Generations
+are never deleted. Atomic rename gives visibility on a local filesystem;
+durability across power loss and network filesystem semantics are not
+guaranteed. Several writers may race: each keeps its generation and the last
+reference replacement wins.
+
+Invalidation appends to the identity's ledger: each revocation starts a new
+epoch, and a reference whose epoch is older than the ledger's is revoked,
+even if old files are restored later. References and manifests are written
+with schema version 2; version 1 (no epochs) is still read, as epoch 0, while
+no ledger exists for the identity.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import hashlib
+import json
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from partita.errors import FileMaterializationError
+from partita.materialization.codecs import Codec, JsonCodec
+from partita.materialization.protocol import MaterializationContext, MaterializationRecord
+
+__all__ = ["FileMaterialization", "InspectionState", "MaterializationInspection"]
+
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+_REFERENCE = "partita.file-materialization.reference"
+_MANIFEST = "partita.file-materialization.manifest"
+_LEDGER = "partita.file-materialization.revocations"
+_MAX_METADATA_BYTES = 1 << 20
+
+
+class InspectionState(enum.Enum):
+    AVAILABLE = "available"
+    MISSING = "missing"
+    INVALIDATED = "invalidated"
+    INCOMPATIBLE = "incompatible"
+    CORRUPT = "corrupt"
+
+
+@dataclass(frozen=True, slots=True)
+class MaterializationInspection:
+    """What `FileMaterialization.inspect` found; ``record`` only when available."""
+
+    state: InspectionState
+    record: MaterializationRecord | None = None
+    detail: str = ""
+
+
+class _Corrupt(FileMaterializationError):
+    state = InspectionState.CORRUPT
+
+
+class _Incompatible(FileMaterializationError):
+    state = InspectionState.INCOMPATIBLE
+
+
+class _Revoked(Exception):
+    """Internal: the reference's epoch is older than the ledger's."""
+
+
+def _fsync_directory(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _write_durably(path: Path, data: bytes) -> None:
+    with open(path, "xb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _replace_durably(path: Path, data: bytes) -> None:
+    """Write to a unique temporary file, fsync, rename over ``path``, fsync the folder."""
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    _write_durably(temporary, data)
+    os.replace(temporary, path)
+    _fsync_directory(path.parent)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
+
+
+class FileMaterialization:
+    """Commit, resolve and load outputs under an explicitly supplied local ``root``.
+
+    The codec (default `JsonCodec`) is part of the stored contract: payloads
+    written by another codec are incompatible. The root holds raw outputs and
+    canonical key text: treat it as sensitive, and use a trusted root and codec.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], codec: Codec | None = None) -> None:
+        if not isinstance(root, (str, os.PathLike)) or not str(root):
+            raise FileMaterializationError("FileMaterialization root must be a folder path")
+        codec = codec if codec is not None else JsonCodec()
+        if not isinstance(getattr(codec, "name", None), str) or not callable(getattr(codec, "encode", None)):
+            raise FileMaterializationError("FileMaterialization codec must have a name, encode() and decode()")
+        self.root = Path(root)
+        self.codec = codec
+
+    def __repr__(self) -> str:
+        return f"FileMaterialization(root={str(self.root)!r}, codec={self.codec!r})"
+
+    # -- paths -------------------------------------------------------------------
+
+    def _identity_dir(self, identity_hash: str) -> Path:
+        return self.root / "objects" / identity_hash[:2] / identity_hash
+
+    def _reference_path(self, identity_hash: str) -> Path:
+        return self.root / "refs" / identity_hash[:2] / f"{identity_hash}.json"
+
+    def _ledger_path(self, identity_hash: str) -> Path:
+        return self.root / "invalidations" / identity_hash[:2] / f"{identity_hash}.json"
+
+    # -- reading -------------------------------------------------------------------
+
+    def _read_json(self, path: Path, what: str) -> dict[str, Any] | None:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise _Corrupt(f"{what} cannot be read: {exc.strerror}") from None
+        if len(data) > _MAX_METADATA_BYTES:
+            raise _Corrupt(f"{what} is implausibly large")
+        try:
+            document = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise _Corrupt(f"{what} is not valid JSON (truncated or damaged)") from None
+        if not isinstance(document, dict):
+            raise _Corrupt(f"{what} is not a JSON object")
+        return document
+
+    def _check_schema(self, document: dict[str, Any], kind: str, what: str) -> int:
+        version = document.get("version")
+        if document.get("schema", kind) != kind:
+            raise _Incompatible(f"{what} has schema {document.get('schema')!r}, expected {kind!r}")
+        if isinstance(version, bool) or version not in READABLE_VERSIONS:
+            raise _Incompatible(
+                f"{what} has schema version {version!r}; this reader understands versions "
+                f"{', '.join(map(str, READABLE_VERSIONS))} (upgrade partita to read newer stores)"
+            )
+        return int(version)
+
+    def _current_epoch(self, identity_hash: str) -> int | None:
+        """Revocations so far (None: no ledger exists for the identity)."""
+        ledger = self._read_json(self._ledger_path(identity_hash), "revocation ledger")
+        if ledger is None:
+            return None
+        self._check_schema(ledger, _LEDGER, "revocation ledger")
+        revocations = ledger.get("revocations")
+        if ledger.get("identity_hash") != identity_hash or not isinstance(revocations, list):
+            raise _Corrupt("revocation ledger does not describe this identity")
+        return len(revocations)
+
+    def _resolve(self, context: MaterializationContext, *, verify_payload: bool) -> MaterializationRecord:
+        """The referenced, current record; raises _Revoked, FileNotFoundError or a typed error."""
+        identity_hash = context.identity_hash()
+        reference = self._read_json(self._reference_path(identity_hash), "reference")
+        if reference is None:
+            raise FileNotFoundError
+        reference_version = self._check_schema(reference, _REFERENCE, "reference")
+        if reference.get("identity_hash") != identity_hash:
+            raise _Corrupt("reference names another identity")
+        materialization_id = reference.get("materialization_id")
+        if not isinstance(materialization_id, str) or not materialization_id.isalnum():
+            raise _Corrupt("reference has no valid materialization id")
+        epoch = reference.get("epoch", 0) if reference_version >= 2 else 0
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise _Corrupt("reference has an invalid epoch")
+        current = self._current_epoch(identity_hash)
+        if epoch < (current or 0):
+            raise _Revoked
+        if epoch > (current or 0):
+            raise _Incompatible("reference is from a newer revocation epoch than the ledger (was the ledger rolled back?)")
+        return self._manifest_record(context, identity_hash, materialization_id, epoch, verify_payload)
+
+    def _manifest_record(
+        self, context: MaterializationContext, identity_hash: str, materialization_id: str, epoch: int, verify: bool
+    ) -> MaterializationRecord:
+        generation = self._identity_dir(identity_hash) / materialization_id
+        manifest = self._read_json(generation / "manifest.json", "manifest")
+        if manifest is None:
+            raise _Corrupt("reference points to a generation whose manifest is missing")
+        manifest_version = self._check_schema(manifest, _MANIFEST, "manifest")
+        if manifest.get("materialization_id") != materialization_id or manifest.get("identity_hash") != identity_hash:
+            raise _Corrupt("manifest does not match its reference")
+        if manifest.get("identity") != context.identity():
+            raise _Incompatible("manifest identity differs from the requested identity")
+        if (manifest.get("epoch", 0) if manifest_version >= 2 else 0) != epoch:
+            raise _Corrupt("manifest epoch differs from its reference")
+        if manifest.get("codec") != self.codec.name:
+            raise _Incompatible(f"payload was written by codec {manifest.get('codec')!r}, not {self.codec.name!r}")
+        payload = manifest.get("payload")
+        if not isinstance(payload, dict) or not isinstance(payload.get("size"), int) or not isinstance(
+            payload.get("sha256"), str
+        ):
+            raise _Corrupt("manifest does not describe its payload")
+        if verify:
+            self._verified_payload(generation, payload)
+        committed = manifest.get("committed_at")
+        return MaterializationRecord(
+            materialization_id=materialization_id,
+            asset_name=context.asset_name,
+            version=context.version,
+            partition_domain=context.partition_domain,
+            partition_key_text=context.partition_key_text,
+            partition_key_present=context.partition_key_present,
+            input_materialization_ids=context.input_materialization_ids,
+            committed_at=dt.datetime.fromisoformat(committed) if isinstance(committed, str) else None,
+            metadata={
+                "epoch": epoch,
+                "schema_version": manifest_version,
+                "size": payload["size"],
+                "sha256": payload["sha256"],
+            },
+        )
+
+    def _verified_payload(self, generation: Path, payload: dict[str, Any]) -> bytes:
+        try:
+            data = (generation / "payload").read_bytes()
+        except FileNotFoundError:
+            raise _Corrupt("payload file is missing") from None
+        except OSError as exc:
+            raise _Corrupt(f"payload cannot be read: {exc.strerror}") from None
+        if len(data) != payload["size"]:
+            raise _Corrupt("payload size differs from its manifest")
+        if hashlib.sha256(data).hexdigest() != payload["sha256"]:
+            raise _Corrupt("payload SHA-256 differs from its manifest")
+        return data
+
+    # -- the protocol ----------------------------------------------------------------
+
+    def resolve(self, context: MaterializationContext) -> MaterializationRecord | None:
+        """The current committed record, or None (nothing committed, or revoked)."""
+        try:
+            return self._resolve(context, verify_payload=False)
+        except (FileNotFoundError, _Revoked):
+            return None
+
+    def load(self, context: MaterializationContext, record: MaterializationRecord) -> Any:
+        """Decode the record's payload after checking it is still current and intact."""
+        if not record.matches(context):
+            raise FileMaterializationError("the record does not belong to the requested identity")
+        try:
+            current = self._resolve(context, verify_payload=False)
+        except FileNotFoundError:
+            raise FileMaterializationError("the record's reference no longer exists") from None
+        except _Revoked:
+            raise FileMaterializationError("the record was invalidated after it was resolved or collected") from None
+        if current.materialization_id != record.materialization_id:
+            raise FileMaterializationError("the identity now references another generation than the record")
+        generation = self._identity_dir(context.identity_hash()) / record.materialization_id
+        data = self._verified_payload(generation, current.metadata)
+        try:
+            return self.codec.decode(data)
+        except Exception as exc:  # noqa: BLE001 - any codec failure is a corrupt payload here
+            raise _Corrupt(f"payload cannot be decoded by {self.codec.name}: {exc}") from None
+
+    def commit(self, context: MaterializationContext, output: Any) -> MaterializationRecord:
+        """Write a new immutable generation, then point the reference at it."""
+        try:
+            data = self.codec.encode(output)
+        except Exception as exc:  # noqa: BLE001 - reported as the commit's failure
+            raise FileMaterializationError(f"codec {self.codec.name} cannot encode the output: {exc}") from exc
+        if not isinstance(data, bytes):
+            raise FileMaterializationError(f"codec {self.codec.name} returned {type(data).__name__}, not bytes")
+        identity_hash = context.identity_hash()
+        epoch = self._current_epoch(identity_hash) or 0
+        materialization_id = uuid.uuid4().hex
+        committed_at = _now()
+        generation = self._identity_dir(identity_hash) / materialization_id
+        try:
+            generation.mkdir(parents=True)
+            _write_durably(generation / "payload", data)
+            manifest = {
+                "schema": _MANIFEST,
+                "version": SCHEMA_VERSION,
+                "materialization_id": materialization_id,
+                "identity_hash": identity_hash,
+                "identity": context.identity(),
+                "epoch": epoch,
+                "codec": self.codec.name,
+                "payload": {"file": "payload", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()},
+                "committed_at": committed_at,
+            }
+            _write_durably(generation / "manifest.json", json.dumps(manifest, indent=1).encode("utf-8"))
+            _fsync_directory(generation)
+            _fsync_directory(generation.parent)
+            reference_path = self._reference_path(identity_hash)
+            reference_path.parent.mkdir(parents=True, exist_ok=True)
+            reference = {
+                "schema": _REFERENCE,
+                "version": SCHEMA_VERSION,
+                "identity_hash": identity_hash,
+                "materialization_id": materialization_id,
+                "epoch": epoch,
+            }
+            _replace_durably(reference_path, json.dumps(reference).encode("utf-8"))
+        except OSError as exc:
+            raise FileMaterializationError(f"cannot write under the materialization root: {exc.strerror}") from exc
+        return MaterializationRecord(
+            materialization_id=materialization_id,
+            asset_name=context.asset_name,
+            version=context.version,
+            partition_domain=context.partition_domain,
+            partition_key_text=context.partition_key_text,
+            partition_key_present=context.partition_key_present,
+            input_materialization_ids=context.input_materialization_ids,
+            committed_at=dt.datetime.fromisoformat(committed_at),
+            metadata={
+                "epoch": epoch,
+                "schema_version": SCHEMA_VERSION,
+                "size": len(data),
+                "sha256": manifest["payload"]["sha256"],
+            },
+        )
+
+    # -- invalidation, inspection, collection -----------------------------------------
+
+    def invalidate(self, context: MaterializationContext, *, reason: str) -> int:
+        """Revoke this exact identity; returns the new revocation epoch.
+
+        Nothing cascades downstream and no generation is deleted. Repeating
+        it starts another epoch. Quiesce every user of the identity first:
+        there is no cross-process lock.
+        """
+        if not isinstance(reason, str) or not reason.strip():
+            raise FileMaterializationError("invalidate needs a non-empty reason")
+        identity_hash = context.identity_hash()
+        path = self._ledger_path(identity_hash)
+        ledger = self._read_json(path, "revocation ledger")
+        if ledger is None:
+            ledger = {"schema": _LEDGER, "version": SCHEMA_VERSION, "identity_hash": identity_hash, "revocations": []}
+        else:
+            self._check_schema(ledger, _LEDGER, "revocation ledger")
+            if ledger.get("identity_hash") != identity_hash or not isinstance(ledger.get("revocations"), list):
+                raise _Corrupt("revocation ledger does not describe this identity")
+        epoch = len(ledger["revocations"]) + 1
+        ledger["version"] = SCHEMA_VERSION
+        ledger["revocations"].append({"epoch": epoch, "reason": reason, "revoked_at": _now()})
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _replace_durably(path, json.dumps(ledger, indent=1).encode("utf-8"))
+        except OSError as exc:
+            raise FileMaterializationError(f"cannot write the revocation ledger: {exc.strerror}") from exc
+        return epoch
+
+    def inspect(self, context: MaterializationContext) -> MaterializationInspection:
+        """Diagnose the identity's stored state without decoding or changing anything."""
+        try:
+            record = self._resolve(context, verify_payload=True)
+        except FileNotFoundError:
+            return MaterializationInspection(InspectionState.MISSING, detail="no reference for this identity")
+        except _Revoked:
+            return MaterializationInspection(InspectionState.INVALIDATED, detail="revoked by the ledger")
+        except (_Corrupt, _Incompatible) as exc:
+            return MaterializationInspection(exc.state, detail=str(exc))
+        return MaterializationInspection(InspectionState.AVAILABLE, record=record)
+
+    def available(self, contexts: Sequence[MaterializationContext]) -> list[MaterializationRecord]:
+        """Records currently available for exactly these contexts, in their order.
+
+        Missing and invalidated identities are skipped; a corrupt or
+        incompatible one raises instead of silently shrinking the result.
+        """
+        records = []
+        for position, context in enumerate(contexts):
+            inspection = self.inspect(context)
+            if inspection.state is InspectionState.AVAILABLE:
+                assert inspection.record is not None
+                records.append(inspection.record)
+            elif inspection.state in (InspectionState.CORRUPT, InspectionState.INCOMPATIBLE):
+                raise FileMaterializationError(
+                    f"contexts[{position}] ({context.asset_name}) is {inspection.state.value}: {inspection.detail}"
+                )
+        return records
