@@ -13,10 +13,14 @@ from partita.errors import (
     DefinitionError,
     EntryLoadError,
     ExecutionError,
+    FileMaterializationError,
+    MaterializationError,
     PartitaError,
     PlanningError,
     PolicyError,
     SelectionError,
+    StoreError,
+    UnknownRunError,
 )
 from partita.execution.clock import Clock, FastForwardClock, SystemClock
 from partita.execution.context import AssetContext, CallbackContext
@@ -32,6 +36,18 @@ from partita.execution.events import (
 from partita.execution.executors import Executor, InProcessExecutor, ProcessExecutor
 from partita.execution.inputs import PartitionedOutputs
 from partita.flow import Flow, run
+from partita.materialization import (
+    Codec,
+    FileMaterialization,
+    InspectionState,
+    JsonCodec,
+    Materialization,
+    MaterializationCollection,
+    MaterializationContext,
+    MaterializationInspection,
+    MaterializationInvalidation,
+    MaterializationRecord,
+)
 from partita.partitions import (
     DatePartitionDef,
     HourlyPartitionDef,
@@ -56,6 +72,7 @@ from partita.results.model import (
     SkipReason,
     TaskResult,
 )
+from partita.store import SqlStore, Store, open_store
 
 __version__ = "0.1.0"
 
@@ -71,6 +88,7 @@ __all__ = [
     "CallbackContext",
     "CallbackError",
     "Clock",
+    "Codec",
     "ConfigurationError",
     "DatePartitionDef",
     "DefinitionError",
@@ -82,11 +100,22 @@ __all__ = [
     "Fail",
     "FailureInfo",
     "FastForwardClock",
+    "FileMaterialization",
+    "FileMaterializationError",
     "Flow",
     "FlowPlan",
     "HourlyPartitionDef",
     "InProcessExecutor",
+    "InspectionState",
     "Invocation",
+    "JsonCodec",
+    "Materialization",
+    "MaterializationCollection",
+    "MaterializationContext",
+    "MaterializationError",
+    "MaterializationInspection",
+    "MaterializationInvalidation",
+    "MaterializationRecord",
     "MonthlyPartitionDef",
     "MultiPartitionDef",
     "MultiPartitionKey",
@@ -112,11 +141,16 @@ __all__ = [
     "SelectionError",
     "SelectionKind",
     "SkipReason",
+    "SqlStore",
     "StaticPartitionDef",
+    "Store",
+    "StoreError",
     "SystemClock",
     "TaskPlan",
     "TaskResult",
+    "UnknownRunError",
     "asset",
     "default_registry",
+    "open_store",
     "run",
 ]
