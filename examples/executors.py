@@ -38,9 +38,9 @@ class CountingExecutor:
     def start(self, loop, deliver, max_workers):
         self.inner.start(loop, deliver, max_workers)
 
-    def submit(self, token, fn, kwargs, asset_name):
+    def submit(self, token, fn, kwargs, asset_name, emitter=None):
         self.submitted[asset_name] += 1
-        self.inner.submit(token, fn, kwargs, asset_name)
+        self.inner.submit(token, fn, kwargs, asset_name, emitter)
 
     def shutdown(self, wait=None):
         return self.inner.shutdown(wait)

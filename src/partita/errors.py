@@ -13,11 +13,13 @@ __all__ = [
     "SelectionError",
     "PlanningError",
     "ConfigurationError",
+    "EmissionError",
     "EntryLoadError",
     "ExecutionError",
     "PolicyError",
     "FileMaterializationError",
     "MaterializationError",
+    "MissingStoreError",
     "StoreError",
     "UnknownRunError",
 ]
@@ -76,6 +78,10 @@ class StoreError(PartitaError):
     exit_code = 4
 
 
+class MissingStoreError(StoreError):
+    """A reading command found no store at the configured location (nothing was created)."""
+
+
 class UnknownRunError(ConfigurationError):
     """A run id names no run in the store."""
 
@@ -87,4 +93,17 @@ class MaterializationError(PartitaError):
 
 
 class FileMaterializationError(MaterializationError):
-    """A FileMaterialization root holds something malformed, incompatible or corrupt."""
+    """A FileMaterialization root holds something malformed, incompatible or corrupt.
+
+    ``state`` says which (``"corrupt"``, ``"incompatible"``) when it is known.
+    """
+
+    def __init__(self, message: str, *, state: str | None = None) -> None:
+        super().__init__(message)
+        self.state = state
+
+
+class EmissionError(PartitaError):
+    """An asset event cannot be published: bad arguments, wrong place, or a dedupe conflict."""
+
+    exit_code = 2

@@ -5,10 +5,17 @@ interpreter, from a temporary working directory. CLI commands from README.md
 and docs/*.md run verbatim from a temporary directory that links
 ``examples/`` in, so relative paths and the ``pkg.module:name`` form resolve
 as they do from the repository root without writing into the checkout.
+
+``partita runs ...`` commands read run history, so the temporary directory
+first gets the two runs docs/results-and-history.md records (`HISTORY_RUNS`),
+and the placeholders ``RUN_ID`` (the first, failed run), ``RUN_A`` (the first)
+and ``RUN_B`` (the second) are replaced by their ids. Every ``--json``
+document is validated against its schema in docs/schemas.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -18,6 +25,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -214,6 +224,85 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "terminal assets: revenue, headcount",
         "run status: success revenue: [30, 60]",
     ],
+    "portable_records.py": [
+        "default version: 1",
+        "v1 attempt fields: ['attempt.blocked_by', 'attempt.duration_seconds', 'attempt.failure', "
+        "'attempt.finished_at', 'attempt.index', 'attempt.invocations', 'attempt.partition_key_present', "
+        "'attempt.reason', 'attempt.started_at', 'attempt.status']",
+        "v2 adds: ['attempt.invocation_details']",
+        "v3 adds: ['callback_errors', 'resources']",
+        "v4 adds: ['attempt.materialization_id', 'attempt.resolution']",
+        'selection: {"kind": "keys", "domain": "static:tenants", "key_count": 2}',
+        "attempt 0: success invocations 2 resolution executed",
+        "  invocation details: [(1, False, 'builtins.TimeoutError'), (2, True, None)]",
+        "billing_api: {'invocations': 4, 'succeeded': 1, 'failed': 3, 'retries': 2}",
+        "callback error: flow.on_complete builtins.RuntimeError the chat webhook is offline",
+        "attempts carry a partition_key field: False",
+        "attempt 1 failure message: no invoice feed for globex",
+        "with record_partition_keys=True: ['acme', 'globex']",
+        "failed keys from the live result: ('globex',)",
+        "ValueError: record version must be one of 1, 2, 3, 4",
+    ],
+    "run_history.py": [
+        "list: third success, 2 attempts, {'success': 2}",
+        "list: second success, 2 attempts, {'success': 2}",
+        "list: first failed, 6 attempts, {'failed': 1, 'skipped': 1, 'success': 4}",
+        "show: first failed, range of 3 keys",
+        "  exports #0 success",
+        "  exports #1 failed the export for this day has not arrived",
+        "  exports #2 success",
+        "  daily_total #0 success",
+        "  daily_total #1 skipped dependency_failed",
+        "  daily_total #2 success",
+        "compare: exports ['success', 'failed', 'success'] -> ['success']",
+        "compare: daily_total ['success', 'skipped', 'success'] -> ['success']",
+        "stored keys of the first run: [None, None, None, None, None, None]",
+        "stored keys of the third run: ['2026-08-11', '2026-08-11']",
+    ],
+    # docs/materialization.md; run with EXAMPLE_ARGUMENTS, and step by step in the tests below
+    "file_materialization.py": [
+        "daily_orders body running for 2026-08-11",
+        ": success",
+        "daily_orders 2026-08-11 success resolution=executed materialization_id=",
+    ],
+    "materialization_provenance.py": [
+        "run status: success (record schema partita.run-record version 4)",
+        '"resolution": "executed"',
+        'attempt-finished event (v4 form): {"run_id": ',
+        '"resolution": "executed"',
+    ],
+    "materialization_invalidation.py": [
+        "inspect another day: missing",
+        "first run: success, executed, materialization ",
+        "inspect after the first run: available (epoch 0)",
+        "invalidated: epoch 1",
+        "inspect after invalidation: invalidated",
+        "loading the revoked record: FileMaterializationError: the record was invalidated",
+        "explicit rebuild: success, executed, materialization ",
+        "inspect after the rebuild: available (epoch 1)",
+        "next run: success, materialized, materialization ",
+        "new generation: True; reused by the next run: True",
+        "the revoked generation is still on disk: True",
+        "inspect a damaged copy: corrupt (epoch -) payload SHA-256 differs from its manifest",
+        "inspect the old reference restored: invalidated",
+    ],
+    "partial_aggregation.py": [
+        "producer run: failed; failed days: ['2026-08-09', '2026-08-11']",
+        "included 3 of 5 selected days: ['2026-08-08', '2026-08-10', '2026-08-12']",
+        "not available, left out: ['2026-08-09', '2026-08-11']",
+        "totals: {'orders': 5, 'revenue_cents': 6250}",
+        "published orders-snapshot.json: publication ",
+        "same publication as the previous snapshot: False",
+    ],
+}
+
+# Command-line arguments for examples that need them, as their docs show them
+# (relative paths resolve in the temporary working directory).
+EXAMPLE_ARGUMENTS: dict[str, list[str]] = {
+    "file_materialization.py": ["seed", "--root", "./materialized", "--partition-key", "2026-08-11"],
+    "materialization_provenance.py": ["--root", "./materialized"],
+    "materialization_invalidation.py": ["--root", "./materialized"],
+    "partial_aggregation.py": ["--root", "./materialized", "--snapshot", "./orders-snapshot.json"],
 }
 
 # Every `partita ...` command shown in README.md and docs/*.md: exit code and
@@ -268,7 +357,13 @@ CLI_COMMANDS: dict[str, tuple[int, list[str]]] = {
     ),
     # docs/cli.md
     "partita --help": (0, ["assets", "partitions", "plan", "run"]),
-    "partita run --help": (0, ["--partition-key", "--yes", "--json"]),
+    "partita run --help": (
+        0,
+        ["--partition-key", "--yes", "--store", "--no-store", "--record-partition-keys", "--json"],
+    ),
+    "partita runs --help": (0, ["compare", "list", "show"]),
+    "partita runs list": (0, ["runs in sqlite:///.partita/partita.db", "success", "failed"]),
+    "partita runs list --status failed --limit 5 --json": (0, ['"schema": "partita.runs"', '"status": "failed"']),
     "partita assets examples/quickstart.py": (0, ["orders", "exchange_rates", "daily_report"]),
     "partita assets examples/quickstart.py --target daily_summary": (0, ["daily_summary"]),
     "partita assets examples/terminal_assets.py": (0, ["revenue", "headcount"]),
@@ -297,7 +392,47 @@ CLI_COMMANDS: dict[str, tuple[int, list[str]]] = {
         ['"schema": "partita.run-result"'],
     ),
     "partita assets examples/missing.py --json": (3, ['"schema": "partita.error"', "does not exist"]),
+    # docs/results-and-history.md
+    "partita run examples/run_history.py --partition-range 2026-08-08 2026-08-10 --yes": (
+        1,
+        ["exports: builtins.FileNotFoundError", "status: failed", "recorded as run"],
+    ),
+    "partita run examples/run_history.py --partition-range 2026-08-10 2026-08-12 --yes": (
+        0,
+        ["status: success", "recorded as run"],
+    ),
+    "partita runs show RUN_ID": (
+        0,
+        ["failed", "selection: range (date, 3 keys)", "exports attempt 1: builtins.FileNotFoundError"],
+    ),
+    "partita runs compare RUN_A RUN_B": (0, ["(failed", "(success", "exports", "status failed"]),
+    "partita runs show RUN_ID --json": (
+        0,
+        ['"schema": "partita.run"', '"schema": "partita.run-record"', '"version": 4'],
+    ),
+    "partita runs compare RUN_A RUN_B --json": (0, ['"schema": "partita.runs-compare"', '"status_changed": true']),
+    "partita run examples/run_history.py --partition-key 2026-08-11 --yes --store sqlite:///history/runs.db": (
+        0,
+        ["status: success", "created the run-history store sqlite:///history/runs.db", "recorded as run"],
+    ),
+    "partita runs list --store sqlite:///history/runs.db": (0, ["runs in sqlite:///history/runs.db", "success"]),
+    "partita run examples/run_history.py --partition-key 2026-08-11 --yes --no-store": (0, ["status: success"]),
+    "partita run examples/run_history.py --partition-key 2026-08-11 --yes --record-partition-keys": (
+        0,
+        ["status: success", "recorded as run"],
+    ),
 }
+
+# What `partita runs ...` commands in the docs read: recorded in their temporary directory first.
+HISTORY_RUNS = (
+    "partita run examples/run_history.py --partition-range 2026-08-08 2026-08-10 --yes",
+    "partita run examples/run_history.py --partition-range 2026-08-10 2026-08-12 --yes",
+)
+SCHEMAS = REPO / "docs" / "schemas"
+SCHEMA_REGISTRY: Registry = Registry().with_resources(
+    (path.name, Resource.from_contents(json.loads(path.read_text()), default_specification=DRAFT202012))
+    for path in sorted(SCHEMAS.glob("*.json"))
+)
 
 
 def _environment(tmp_path: Path) -> dict[str, str]:
@@ -332,7 +467,7 @@ def test_every_example_has_expected_output():
 @pytest.mark.parametrize("name", _example_files())
 def test_example_runs_as_a_script(name: str, tmp_path: Path):
     completed = subprocess.run(
-        [sys.executable, str(EXAMPLES / name)],
+        [sys.executable, str(EXAMPLES / name), *EXAMPLE_ARGUMENTS.get(name, [])],
         cwd=tmp_path,
         env=_environment(tmp_path),
         capture_output=True,
@@ -425,10 +560,42 @@ def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def _partita(arguments: list[str], workdir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*_partita_command(), *arguments],
+        cwd=workdir,
+        env=_environment(workdir),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _with_history(arguments: list[str], workdir: Path) -> list[str]:
+    """Record `HISTORY_RUNS` in the store the command reads, then fill in the run id placeholders."""
+    store = arguments[arguments.index("--store") : arguments.index("--store") + 2] if "--store" in arguments else []
+    for command in HISTORY_RUNS:
+        _partita([*command.split()[1:], *store], workdir)
+    listed = json.loads(_partita(["runs", "list", "--json", *store], workdir).stdout)
+    second, first = [run["run_id"] for run in listed["runs"]]
+    ids = {"RUN_ID": first, "RUN_A": first, "RUN_B": second}
+    return [ids.get(argument, argument) for argument in arguments]
+
+
+def _assert_matches_schema(document: dict) -> None:
+    name = document["schema"].removeprefix("partita.") + f".v{document['version']}.json"
+    validator = Draft202012Validator(json.loads((SCHEMAS / name).read_text()), registry=SCHEMA_REGISTRY)
+    errors = [f"{error.json_path}: {error.message}" for error in validator.iter_errors(document)]
+    assert not errors, f"document does not match docs/schemas/{name}:\n" + "\n".join(errors[:10])
+
+
 @pytest.mark.parametrize("command", sorted(CLI_COMMANDS))
 def test_documented_command(command: str, workdir: Path):
     expected_code, expected_text = CLI_COMMANDS[command]
     arguments = command.split()[1:]
+    if arguments[0] == "runs" and "--help" not in arguments:
+        arguments = _with_history(arguments, workdir)
     completed = subprocess.run(
         [*_partita_command(), *arguments],
         cwd=workdir,
@@ -444,6 +611,7 @@ def test_documented_command(command: str, workdir: Path):
     if "--json" in arguments and "--help" not in arguments:
         document = json.loads(completed.stdout)  # exactly one document on stdout
         assert document["version"] == 1
+        _assert_matches_schema(document)
 
 
 def test_quickstart_range_writes_one_report_per_day(workdir: Path):
@@ -530,3 +698,141 @@ def test_python_blocks_in_docs_are_excerpts_of_examples(document: Path):
             assert _contains_run(source, run), (
                 f"{document.name}: block is not an excerpt of examples/{named}:\n" + "\n".join(run)
             )
+
+
+# --- docs/materialization.md: examples run as separate processes sharing one store root
+
+
+def _run_example(name: str, arguments: list[str], workdir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *arguments],
+        cwd=workdir,
+        env=_environment(workdir),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _attempt_lines(output: str) -> dict[str, list[str]]:
+    """`asset key status resolution=R materialization_id=M` lines, by asset."""
+    found: dict[str, list[str]] = {}
+    for line in output.splitlines():
+        parts = line.split()
+        if len(parts) == 5 and parts[3].startswith("resolution="):
+            resolution, materialization_id = parts[3].split("=", 1)[1], parts[4].split("=", 1)[1]
+            found[parts[0]] = [parts[2], resolution, materialization_id]
+    return found
+
+
+def test_file_materialization_retry_in_a_new_process_loads_the_committed_producer(tmp_path: Path):
+    options = ["--root", "./materialized", "--partition-key", "2026-08-11"]
+
+    seed = _run_example("file_materialization.py", ["seed", *options], tmp_path)
+    assert seed.returncode == 0, seed.stdout + seed.stderr
+    assert "daily_orders body running for 2026-08-11" in seed.stdout
+    status, resolution, committed = _attempt_lines(seed.stdout)["daily_orders"]
+    assert (status, resolution) == ("success", "executed")
+    assert re.fullmatch(r"[0-9a-f]{32}", committed)
+
+    fail = _run_example("file_materialization.py", ["fail", *options], tmp_path)
+    assert fail.returncode == 1, fail.stdout + fail.stderr
+    attempts = _attempt_lines(fail.stdout)
+    assert attempts["daily_orders"] == ["success", "materialized", committed]
+    assert attempts["order_summary"] == ["failed", "-", "-"]
+    assert "failure: builtins.KeyError: 'amount'" in fail.stdout
+    assert "body running" not in fail.stdout
+
+    retry = _run_example("file_materialization.py", ["retry", *options], tmp_path)
+    assert retry.returncode == 0, retry.stdout + retry.stderr
+    attempts = _attempt_lines(retry.stdout)
+    assert attempts["daily_orders"] == ["success", "materialized", committed]
+    assert attempts["order_summary"][:2] == ["success", "executed"]
+    assert attempts["order_summary"][2] != committed
+    assert "body running" not in retry.stdout  # the producer's body was not called
+
+
+def test_file_materialization_fail_without_seed_commits_the_producer_before_the_consumer_fails(tmp_path: Path):
+    options = ["--root", "./materialized", "--partition-key", "2026-08-11"]
+    fail = _run_example("file_materialization.py", ["fail", *options], tmp_path)
+    assert fail.returncode == 1, fail.stdout + fail.stderr
+    status, resolution, committed = _attempt_lines(fail.stdout)["daily_orders"]
+    assert (status, resolution) == ("success", "executed")
+
+    retry = _run_example("file_materialization.py", ["retry", *options], tmp_path)
+    assert retry.returncode == 0, retry.stdout + retry.stderr
+    assert _attempt_lines(retry.stdout)["daily_orders"] == ["success", "materialized", committed]
+
+
+def test_file_materialization_rejects_a_non_canonical_key_like_the_cli(tmp_path: Path):
+    completed = _run_example(
+        "file_materialization.py", ["seed", "--root", "./materialized", "--partition-key", "2026-8-11"], tmp_path
+    )
+    assert completed.returncode == 2
+    assert "not canonical YYYY-MM-DD" in completed.stderr
+    assert not (tmp_path / "materialized").exists()
+
+
+def _provenance(output: str) -> tuple[dict, dict]:
+    result = event = None
+    for line in output.splitlines():
+        if line.startswith("result attempt (v4): "):
+            result = json.loads(line.removeprefix("result attempt (v4): "))
+        if line.startswith("attempt-finished event (v4 form): "):
+            event = json.loads(line.removeprefix("attempt-finished event (v4 form): "))
+    assert result is not None and event is not None, output
+    return result, event
+
+
+def test_materialization_provenance_is_executed_then_materialized_with_the_same_id(tmp_path: Path):
+    first = _run_example("materialization_provenance.py", ["--root", "./materialized"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    second = _run_example("materialization_provenance.py", ["--root", "./materialized"], tmp_path)
+    assert second.returncode == 0, second.stderr
+
+    (result, event), (again, again_event) = _provenance(first.stdout), _provenance(second.stdout)
+    committed = result["materialization_id"]
+    assert re.fullmatch(r"[0-9a-f]{32}", committed)
+    assert (result["resolution"], result["invocations"]) == ("executed", 1)
+    assert (event["resolution"], event["materialization_id"]) == ("executed", committed)
+    assert (again["resolution"], again["invocations"], again["materialization_id"]) == ("materialized", 0, committed)
+    assert (again_event["resolution"], again_event["materialization_id"]) == ("materialized", committed)
+    assert event["run_id"] != again_event["run_id"]
+    assert "2026-08-11" not in first.stdout + second.stdout  # portable: no raw key
+
+
+def test_materialization_invalidation_rebuilds_in_a_new_epoch_and_the_rebuild_is_reused(tmp_path: Path):
+    completed = _run_example("materialization_invalidation.py", ["--root", "./materialized"], tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    ids = {line.split(":")[0]: line.split()[-1] for line in lines if "materialization " in line and ": success" in line}
+    assert ids["first run"] != ids["explicit rebuild"] == ids["next run"]
+    assert lines.count("  daily_prices body running for 2026-08-11") == 2  # first run and the rebuild only
+    ledgers = list((tmp_path / "materialized" / "invalidations").rglob("*.json"))
+    assert len(ledgers) == 1
+    ledger = json.loads(ledgers[0].read_text())
+    assert [entry["epoch"] for entry in ledger["revocations"]] == [1]
+    assert "2026-08-11" not in " ".join(str(path) for path in (tmp_path / "materialized").rglob("*"))
+
+
+def test_partial_aggregation_publishes_the_same_selection_with_the_same_id(tmp_path: Path):
+    arguments = ["--root", "./materialized", "--snapshot", "./orders-snapshot.json"]
+    first = _run_example("partial_aggregation.py", arguments, tmp_path)
+    assert first.returncode == 0, first.stderr
+    snapshot = json.loads((tmp_path / "orders-snapshot.json").read_text())
+    second = _run_example("partial_aggregation.py", arguments, tmp_path)
+    assert second.returncode == 0, second.stderr
+    again = json.loads((tmp_path / "orders-snapshot.json").read_text())
+
+    def publication(output: str) -> str:
+        return re.search(r"publication ([0-9a-f]{64})", output).group(1)
+
+    assert publication(first.stdout) == publication(second.stdout) == snapshot["publication_id"]
+    assert "same publication as the previous snapshot: True" in second.stdout
+    assert again == snapshot
+    ids = snapshot["receipt"]["materialization_ids"]
+    assert ids == sorted(ids) and len(ids) == 3
+    assert snapshot["publication_id"] == hashlib.sha256("\n".join(ids).encode("ascii")).hexdigest()
+    assert [row["day"] for row in snapshot["rows"]] == ["2026-08-08", "2026-08-10", "2026-08-12"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["materialized", "orders-snapshot.json"]

@@ -23,6 +23,6 @@ def test_a_run_is_recorded_and_read_back_on_every_backend(store_url):
         assert run.counts == {"success": 2, "failed": 1}
         tasks = store.get_tasks(result.run_id)
         assert [a.status for a in tasks[0].attempts] == ["success", "failed", "success"]
-        assert run.header.started_at <= dt.datetime.now(dt.timezone.utc)
+        assert run.header.started_at <= dt.datetime.now(dt.UTC)
     finally:
         store.close()

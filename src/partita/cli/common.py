@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from partita.errors import ConfigurationError, PartitaError
+from partita.errors import ConfigurationError, MissingStoreError, PartitaError
 from partita.store import DEFAULT_STORE_URL, SqlStore, open_store, store_url_from_environment
 
 EXIT_OK = 0
@@ -79,19 +79,34 @@ def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextlib.contextmanager
-def opened_store(store_url: str | None, no_store: bool, *, required: bool = False) -> Iterator[SqlStore | None]:
+def opened_store(store_url: str | None, no_store: bool) -> Iterator[SqlStore | None]:
     """The store chosen by --store, $PARTITA_STORE or the default; None with --no-store."""
     if no_store:
         if store_url:
             raise ConfigurationError("--store and --no-store cannot be combined")
-        if required:
-            raise ConfigurationError("this command reads run history; --no-store leaves nothing to read")
         yield None
         return
-    url = store_url or store_url_from_environment() or DEFAULT_STORE_URL
-    store = open_store(url)
+    store = open_store(chosen_store_url(store_url))
     if store.created:
         Console(stderr=True).print(f"partita: created the run-history store {escape(store.url)}", highlight=False)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def chosen_store_url(store_url: str | None) -> str:
+    return store_url or store_url_from_environment() or DEFAULT_STORE_URL
+
+
+@contextlib.contextmanager
+def reading_store(store_url: str | None) -> Iterator[SqlStore | None]:
+    """The store for a reading command; None when no store exists there yet (nothing is created)."""
+    try:
+        store = open_store(chosen_store_url(store_url), create=False)
+    except MissingStoreError:
+        yield None
+        return
     try:
         yield store
     finally:

@@ -9,11 +9,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from partita.cli.common import emit_document, handles_errors, opened_store
-from partita.results.record import LATEST_RECORD_VERSION, render_record
+from partita.cli.common import chosen_store_url, emit_document, handles_errors, reading_store
+from partita.errors import UnknownRunError
+from partita.results.record import render_record
 from partita.store import StoredRun
 from partita.store.history import compare_runs
 
+#: partita.run version 1 embeds a version 4 record; a newer record means a new document version.
+RUN_DOCUMENT_RECORD_VERSION = 4
 _STATUSES = ("running", "interrupted", "success", "failed", "cancelled")
 _STYLE = {"success": "green", "failed": "red", "cancelled": "magenta", "interrupted": "magenta", "running": "cyan"}
 
@@ -44,6 +47,10 @@ def _summary(run: StoredRun) -> dict[str, Any]:
     }
 
 
+def _no_store(run_id: str, store_url: str | None) -> UnknownRunError:
+    return UnknownRunError(f"no run with id {run_id!r}: no run-history store exists at {chosen_store_url(store_url)} yet")
+
+
 def _styled(status: str) -> str:
     return f"[{_STYLE.get(status, 'white')}]{status}[/]"
 
@@ -65,10 +72,9 @@ def runs() -> None:
 @handles_errors
 def list_runs(limit: int, status: str | None, store_url: str | None, as_json: bool) -> None:
     """The most recent runs, newest first."""
-    with opened_store(store_url, False, required=True) as store:
-        assert store is not None
-        found = store.list_runs(limit=limit, status=status)
-        url = store.url
+    with reading_store(store_url) as store:
+        found = [] if store is None else store.list_runs(limit=limit, status=status)
+        url = chosen_store_url(store_url) if store is None else store.url
     if as_json:
         emit_document("runs", {"store": url, "runs": [_summary(run) for run in found]})
         return
@@ -100,13 +106,12 @@ def list_runs(limit: int, status: str | None, store_url: str | None, as_json: bo
 @handles_errors
 def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
     """One run: status, timing and every task's outcome (RUN_ID or a unique prefix)."""
-    with opened_store(store_url, False, required=True) as store:
-        assert store is not None
+    with reading_store(store_url) as store:
+        if store is None:
+            raise _no_store(run_id, store_url)
         run = store.get_run(run_id)
         tasks = store.get_tasks(run.run_id)
-    record = render_record(
-        run.header, tasks, LATEST_RECORD_VERSION, record_partition_keys=run.record_partition_keys
-    )
+    record = render_record(run.header, tasks, RUN_DOCUMENT_RECORD_VERSION, record_partition_keys=run.record_partition_keys)
     if as_json:
         emit_document("run", {"run": record})
         return
@@ -156,8 +161,9 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
 @handles_errors
 def compare(first: str, second: str, store_url: str | None, as_json: bool) -> None:
     """Status and duration per asset in two runs, and what changed."""
-    with opened_store(store_url, False, required=True) as store:
-        assert store is not None
+    with reading_store(store_url) as store:
+        if store is None:
+            raise _no_store(first, store_url)
         comparison = compare_runs(store, first, second)
     if as_json:
         emit_document("runs-compare", comparison)

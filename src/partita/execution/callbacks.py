@@ -13,6 +13,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from partita.events.emission import activate
 from partita.execution.context import CallbackContext
 from partita.execution.workers import Completion, ThreadWorkers
 from partita.results.model import CallbackError, FailureInfo
@@ -41,9 +42,10 @@ class CallbackRunner:
             return
         if self._workers is None:
             self._workers = ThreadWorkers(self._loop, self._finished, _CALLBACK_THREADS, "partita-callback")
-        self._workers.submit(token, functools.partial(callback, context), {})
+        self._workers.submit(token, functools.partial(callback, context), {}, context.emitter)
 
     async def _run_async(self, token: Any, callback: Callable[[CallbackContext], Any], context: CallbackContext) -> None:
+        activate(context.emitter)
         try:
             await callback(context)
             completion: Completion = (token, True, None, 0.0, 0.0)

@@ -6,7 +6,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from partita.errors import EmissionError
+
 if TYPE_CHECKING:
+    from partita.events.emission import Emitter
+    from partita.events.model import EmissionReceipt
     from partita.results.model import RunResult
 
 __all__ = ["AssetContext", "CallbackContext"]
@@ -28,6 +32,25 @@ class AssetContext:
     partition_key_present: bool
     invocation_number: int
     logger: logging.Logger = field(repr=False)
+    emitter: Emitter | None = field(default=None, repr=False, compare=False)
+
+    def emit(
+        self,
+        asset: Any,
+        *,
+        partition_key: Any = None,
+        partition_date: Any = None,
+        extra: Any = None,
+        dedupe_key: str | None = None,
+    ) -> EmissionReceipt:
+        """Publish an asset event now; returns once it is stored (see `partita.emit`).
+
+        Partition arguments are explicit: the event's key is never taken
+        from this attempt's own key.
+        """
+        return _emitter_of(self).emit(
+            asset, partition_key=partition_key, partition_date=partition_date, extra=extra, dedupe_key=dedupe_key
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,3 +70,24 @@ class CallbackContext:
     exception: BaseException | None = None
     result: RunResult | None = None
     invocation_number: int | None = None
+    emitter: Emitter | None = field(default=None, repr=False, compare=False)
+
+    def emit(
+        self,
+        asset: Any,
+        *,
+        partition_key: Any = None,
+        partition_date: Any = None,
+        extra: Any = None,
+        dedupe_key: str | None = None,
+    ) -> EmissionReceipt:
+        """Publish an asset event from this callback (flow callbacks carry no attempt fields)."""
+        return _emitter_of(self).emit(
+            asset, partition_key=partition_key, partition_date=partition_date, extra=extra, dedupe_key=dedupe_key
+        )
+
+
+def _emitter_of(context: AssetContext | CallbackContext) -> Emitter:
+    if context.emitter is None:
+        raise EmissionError("this context was not created by a running flow; it cannot publish events")
+    return context.emitter

@@ -23,6 +23,8 @@ from typing import Any
 
 from partita.definitions.policies import ResourcePolicy
 from partita.errors import PartitaError
+from partita.events.emission import Emitter, EventLog, MemoryEventLog, activate, catalog_of
+from partita.events.model import EmissionReceipt, SourceKind
 from partita.execution.admission import GroupGate, ResourceGate
 from partita.execution.callbacks import CallbackRunner
 from partita.execution.clock import Clock, SystemClock
@@ -81,6 +83,9 @@ class RunOptions:
     cancel_grace_seconds: float = DEFAULT_CANCEL_GRACE_SECONDS
     random: Callable[[], float] | None = None
     journal: RunJournal | None = None
+    #: Where emissions go (memory when None); ``store_url`` lets worker processes reconnect.
+    event_log: EventLog | None = None
+    store_url: str | None = None
 
 
 class _Run:
@@ -96,6 +101,9 @@ class _Run:
         journal = [options.journal] if options.journal is not None else []
         self.observers = ObserverFanout([*journal, *options.observers])
         self.executor = options.executor or InProcessExecutor()
+        self.event_log: EventLog = options.event_log if options.event_log is not None else MemoryEventLog()
+        self.catalog = catalog_of(plan.registry.definitions())
+        self.receipts: list[EmissionReceipt] = []
         self.gates: dict[str, ResourceGate] = {}
         self.groups: list[GroupGate] = []
         self._bind_policies()
@@ -195,7 +203,8 @@ class _Run:
         ran = False
         for label, callback in chosen:
             if callback is not None:
-                context = CallbackContext(self.run_id, None, None, False, result=result)
+                emitter = Emitter(self.event_log, self.catalog, SourceKind.FLOW, self.run_id, receipts=self.receipts)
+                context = CallbackContext(self.run_id, None, None, False, result=result, emitter=emitter)
                 self.callbacks.call(f"flow.{label}", callback, context)
                 await self.callbacks.drain()
                 ran = True
@@ -346,21 +355,26 @@ class _Run:
         if self.retry_history:
             invocation += len(self.retry_history.get((task, key_index), ()))
         kwargs = self._inputs_for(task, key_index)
+        emitter = self._emitter(task, key_index, invocation)
         if definition.context_parameter is not None:
-            kwargs[definition.context_parameter] = self._context(task, key_index, invocation)
+            kwargs[definition.context_parameter] = self._context(task, key_index, invocation, emitter)
         if self.observers:
             self.observers.emit(
-                AttemptStarted(self.run_id, task.name, key_index, task.keys[key_index], task.partitioned, invocation)
+                AttemptStarted(
+                    self.run_id, task.name, key_index, task.keys[key_index], task.partitioned, invocation, _now()
+                )
             )
         if definition.is_async and not self.executor.runs_async_bodies:
-            body = asyncio.get_running_loop().create_task(self._run_async(task, key_index, definition.fn, kwargs))
+            body = asyncio.get_running_loop().create_task(
+                self._run_async(task, key_index, definition.fn, kwargs, emitter)
+            )
             self.async_bodies.add(body)
             body.add_done_callback(self.async_bodies.discard)
         else:
             self.in_executor += 1
             assert self.drained is not None
             self.drained.clear()
-            self.executor.submit((task, key_index), definition.fn, kwargs, task.name)
+            self.executor.submit((task, key_index), definition.fn, kwargs, task.name, emitter)
 
     def _inputs_for(self, task: TaskState, key_index: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
@@ -374,7 +388,23 @@ class _Run:
                 kwargs[param] = upstream.outputs[0]
         return kwargs
 
-    def _context(self, task: TaskState, key_index: int, invocation: int) -> AssetContext:
+    def _emitter(self, task: TaskState, key_index: int, invocation: int) -> Emitter:
+        partition_def = task.definition.partition_def
+        return Emitter(
+            self.event_log,
+            self.catalog,
+            SourceKind.ATTEMPT,
+            self.run_id,
+            task.name,
+            task.partitioned,
+            invocation,
+            task.keys[key_index],
+            None if partition_def is None else partition_def.format_key,
+            self.receipts,
+            self.options.store_url,
+        )
+
+    def _context(self, task: TaskState, key_index: int, invocation: int, emitter: Emitter) -> AssetContext:
         if task.logger is None:
             task.logger = logging.getLogger(f"partita.asset.{task.name}")
         return AssetContext(
@@ -384,9 +414,13 @@ class _Run:
             partition_key_present=task.partitioned,
             invocation_number=invocation,
             logger=task.logger,
+            emitter=emitter,
         )
 
-    async def _run_async(self, task: TaskState, key_index: int, fn: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+    async def _run_async(
+        self, task: TaskState, key_index: int, fn: Callable[..., Any], kwargs: dict[str, Any], emitter: Emitter
+    ) -> None:
+        activate(emitter)  # this task's own context: nothing to reset
         started = _now()
         try:
             value = await fn(**kwargs)
@@ -654,6 +688,7 @@ class _Run:
             partition_key_present=task.partitioned,
             exception=exception,
             invocation_number=invocation,
+            emitter=self._emitter(task, key_index, invocation),
         )
         self.callbacks.call(label, callback, context)
 
@@ -681,6 +716,8 @@ class _Run:
             plan=self.plan,
             resources={name: gate.statistics() for name, gate in self.gates.items()},
             callback_errors=tuple(self.callbacks.errors) if self.callbacks is not None else (),
+            events=self.event_log.events_of_run(self.run_id) if self.receipts else (),  # type: ignore[attr-defined]
+            receipts=tuple(self.receipts),
         )
 
 

@@ -46,6 +46,8 @@ class AttemptStarted:
     partition_key: Any
     partition_key_present: bool
     invocation: int
+    #: Wall-clock time (seconds since the epoch) when the invocation was handed to an executor.
+    started_at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol, runtime_checkable
 
 from partita.errors import ConfigurationError, ExecutionError
+from partita.events.emission import activate, deactivate
 from partita.execution.workers import Completion, ThreadWorkers
 
 __all__ = ["Executor", "InProcessExecutor", "ProcessExecutor", "resolve_executor"]
@@ -37,7 +38,11 @@ class Executor(Protocol):
 
     def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver, max_workers: int) -> None: ...
 
-    def submit(self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], asset_name: str) -> None: ...
+    def submit(
+        self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], asset_name: str, emitter: Any = None
+    ) -> None:
+        """Run ``fn(**kwargs)``; ``emitter`` is `partita.emit`'s producer while it runs."""
+        ...
 
     def shutdown(self, wait: float | None = None) -> bool: ...
 
@@ -53,17 +58,22 @@ class InProcessExecutor:
     def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver, max_workers: int) -> None:
         self._workers = ThreadWorkers(loop, deliver, max_workers)
 
-    def submit(self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], asset_name: str) -> None:
+    def submit(
+        self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], asset_name: str, emitter: Any = None
+    ) -> None:
         if self._workers is None:
             raise ExecutionError("InProcessExecutor.submit called before start()")
-        self._workers.submit(token, fn, kwargs)
+        self._workers.submit(token, fn, kwargs, emitter)
 
     def shutdown(self, wait: float | None = None) -> bool:
         return True if self._workers is None else self._workers.shutdown(wait)
 
 
-def _invoke_in_worker(fn: Callable[..., Any], kwargs: dict[str, Any], asset_name: str) -> tuple[bool, Any, float, float]:
+def _invoke_in_worker(
+    fn: Callable[..., Any], kwargs: dict[str, Any], asset_name: str, emitter: Any = None
+) -> tuple[bool, Any, float, float]:
     """Runs in the worker process: call the body and make its outcome portable."""
+    active = activate(emitter)
     started = time.time()
     try:
         value = fn(**kwargs)
@@ -73,6 +83,7 @@ def _invoke_in_worker(fn: Callable[..., Any], kwargs: dict[str, Any], asset_name
     except BaseException as exc:  # noqa: BLE001 - returned as the attempt's failure
         value, succeeded = exc, False
     finished = time.time()
+    deactivate(active)
     try:
         pickle.dumps(value)
     except Exception as exc:  # noqa: BLE001 - unpicklable outputs and exceptions are reported by name
@@ -114,19 +125,21 @@ class ProcessExecutor:
             max_workers=self._workers, mp_context=multiprocessing.get_context(method)
         )
 
-    def submit(self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], asset_name: str) -> None:
+    def submit(
+        self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], asset_name: str, emitter: Any = None
+    ) -> None:
         assert self._pool is not None and self._loop is not None and self._deliver is not None
         loop, deliver = self._loop, self._deliver
         submitted = time.time()
         try:
             try:
-                future = self._pool.submit(_invoke_in_worker, fn, kwargs, asset_name)
+                future = self._pool.submit(_invoke_in_worker, fn, kwargs, asset_name, emitter)
             except BrokenProcessPool:
                 # A worker died earlier: the attempts it took down have failed;
                 # later work gets a fresh pool.
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = self._new_pool()
-                future = self._pool.submit(_invoke_in_worker, fn, kwargs, asset_name)
+                future = self._pool.submit(_invoke_in_worker, fn, kwargs, asset_name, emitter)
         except (BrokenProcessPool, RuntimeError) as exc:
             error = ExecutionError(f"asset {asset_name!r}: the process pool cannot take work: {exc}")
             loop.call_soon(deliver, [(token, False, error, submitted, time.time())])

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from partita.events.emission import activate, deactivate
+
 __all__ = ["Completion", "ThreadWorkers"]
 
 # (token, succeeded, value or exception, started_at, finished_at)
@@ -51,11 +53,12 @@ class ThreadWorkers:
         """Jobs submitted whose completion the loop has not processed yet."""
         return self._outstanding
 
-    def submit(self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+    def submit(self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], emitter: Any = None) -> None:
+        """Run ``fn(**kwargs)``; ``emitter`` becomes `partita.emit`'s producer meanwhile."""
         self._outstanding += 1
         if self._outstanding > len(self._threads) and len(self._threads) < self._max_threads:
             self._start_thread()
-        self._jobs.put((token, fn, kwargs))
+        self._jobs.put((token, fn, kwargs, emitter))
 
     def _start_thread(self) -> None:
         thread = threading.Thread(
@@ -70,15 +73,18 @@ class ThreadWorkers:
             job = jobs.get()
             if job is _STOP:
                 return
-            token, fn, kwargs = job
+            token, fn, kwargs, emitter = job
+            active = activate(emitter)
             started = clock()
             try:
                 value = fn(**kwargs)
                 succeeded = True
             except BaseException as exc:  # noqa: BLE001 - recorded as the attempt's failure
                 value, succeeded = exc, False
-            done.append((token, succeeded, value, started, clock()))
-            del job, fn, kwargs, value
+            finished = clock()
+            deactivate(active)
+            done.append((token, succeeded, value, started, finished))
+            del job, fn, kwargs, value, emitter
             if not self._wakeup_pending:
                 self._wakeup_pending = True
                 try:

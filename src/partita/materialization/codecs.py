@@ -19,6 +19,13 @@ class Codec(Protocol):
     def decode(self, payload: bytes) -> Any: ...
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("JSON payload contains a number too large for a float")
+    return value
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"JSON payload contains the non-finite number {name}")
 
@@ -37,32 +44,33 @@ class JsonCodec:
         return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
 
     def decode(self, payload: bytes) -> Any:
-        return json.loads(payload.decode("utf-8"), parse_constant=_reject_constant)
+        return json.loads(payload.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite_float)
 
     def _check(self, value: Any, path: str, active: set[int]) -> None:
-        if value is None or isinstance(value, (bool, str)):
+        # Exact types: subclasses (enums, custom str/int types) would come back
+        # as their base type, silently changing what was committed.
+        kind = type(value)
+        if value is None or kind in (bool, str, int):
             return
-        if isinstance(value, int):
-            return
-        if isinstance(value, float):
+        if kind is float:
             if not math.isfinite(value):
                 raise ValueError(f"JsonCodec: {path} is not a finite number")
             return
-        if isinstance(value, (list, dict)):
+        if kind in (list, dict):
             if id(value) in active:
                 raise ValueError(f"JsonCodec: {path} contains a reference cycle")
             active.add(id(value))
-            if isinstance(value, list):
+            if kind is list:
                 for index, item in enumerate(value):
                     self._check(item, f"{path}[{index}]", active)
             else:
                 for key, item in value.items():
-                    if not isinstance(key, str):
+                    if type(key) is not str:
                         raise ValueError(f"JsonCodec: {path} has a {type(key).__name__} key; JSON object keys are strings")
                     self._check(item, f"{path}[{key!r}]", active)
             active.discard(id(value))
             return
-        if isinstance(value, tuple):
+        if kind is tuple:
             raise ValueError(f"JsonCodec: {path} is a tuple; use a list (JSON has no tuples)")
         raise ValueError(f"JsonCodec: {path} is a {type(value).__name__}, which is not a JSON value")
 

@@ -68,12 +68,12 @@ class MaterializationInspection:
     detail: str = ""
 
 
-class _Corrupt(FileMaterializationError):
-    state = InspectionState.CORRUPT
+def _Corrupt(message: str) -> FileMaterializationError:  # noqa: N802 - reads as an exception type
+    return FileMaterializationError(message, state=InspectionState.CORRUPT.value)
 
 
-class _Incompatible(FileMaterializationError):
-    state = InspectionState.INCOMPATIBLE
+def _Incompatible(message: str) -> FileMaterializationError:  # noqa: N802 - reads as an exception type
+    return FileMaterializationError(message, state=InspectionState.INCOMPATIBLE.value)
 
 
 class _Revoked(Exception):
@@ -225,6 +225,10 @@ class FileMaterialization:
         if verify:
             self._verified_payload(generation, payload)
         committed = manifest.get("committed_at")
+        try:
+            committed_at = dt.datetime.fromisoformat(committed) if isinstance(committed, str) else None
+        except ValueError:
+            raise _Corrupt("manifest has a malformed commit time") from None
         return MaterializationRecord(
             materialization_id=materialization_id,
             asset_name=context.asset_name,
@@ -233,7 +237,8 @@ class FileMaterialization:
             partition_key_text=context.partition_key_text,
             partition_key_present=context.partition_key_present,
             input_materialization_ids=context.input_materialization_ids,
-            committed_at=dt.datetime.fromisoformat(committed) if isinstance(committed, str) else None,
+            committed_at=committed_at,
+            partition_key_type=context.partition_key_type,
             metadata={
                 "epoch": epoch,
                 "schema_version": manifest_version,
@@ -265,19 +270,28 @@ class FileMaterialization:
             return None
 
     def load(self, context: MaterializationContext, record: MaterializationRecord) -> Any:
-        """Decode the record's payload after checking it is still current and intact."""
+        """Decode the record's payload after checking it is not revoked and is intact.
+
+        The record need not be the identity's newest generation (generations
+        are immutable), but a revocation since it was resolved or collected
+        makes loading fail.
+        """
         if not record.matches(context):
             raise FileMaterializationError("the record does not belong to the requested identity")
-        try:
-            current = self._resolve(context, verify_payload=False)
-        except FileNotFoundError:
-            raise FileMaterializationError("the record's reference no longer exists") from None
-        except _Revoked:
-            raise FileMaterializationError("the record was invalidated after it was resolved or collected") from None
-        if current.materialization_id != record.materialization_id:
-            raise FileMaterializationError("the identity now references another generation than the record")
-        generation = self._identity_dir(context.identity_hash()) / record.materialization_id
-        data = self._verified_payload(generation, current.metadata)
+        identity_hash = context.identity_hash()
+        materialization_id = record.materialization_id
+        if not materialization_id.isalnum():
+            raise FileMaterializationError("the record has no valid materialization id")
+        generation = self._identity_dir(identity_hash) / materialization_id
+        manifest = self._read_json(generation / "manifest.json", "manifest")
+        if manifest is None:
+            raise _Corrupt("the record's generation has no manifest")
+        version = self._check_schema(manifest, _MANIFEST, "manifest")
+        epoch = manifest.get("epoch", 0) if version >= 2 else 0
+        if epoch < (self._current_epoch(identity_hash) or 0):
+            raise FileMaterializationError("the record was invalidated after it was resolved or collected")
+        verified = self._manifest_record(context, identity_hash, materialization_id, epoch, verify=False)
+        data = self._verified_payload(generation, verified.metadata)
         try:
             return self.codec.decode(data)
         except Exception as exc:  # noqa: BLE001 - any codec failure is a corrupt payload here
@@ -334,6 +348,7 @@ class FileMaterialization:
             partition_key_present=context.partition_key_present,
             input_materialization_ids=context.input_materialization_ids,
             committed_at=dt.datetime.fromisoformat(committed_at),
+            partition_key_type=context.partition_key_type,
             metadata={
                 "epoch": epoch,
                 "schema_version": SCHEMA_VERSION,
@@ -380,8 +395,8 @@ class FileMaterialization:
             return MaterializationInspection(InspectionState.MISSING, detail="no reference for this identity")
         except _Revoked:
             return MaterializationInspection(InspectionState.INVALIDATED, detail="revoked by the ledger")
-        except (_Corrupt, _Incompatible) as exc:
-            return MaterializationInspection(exc.state, detail=str(exc))
+        except FileMaterializationError as exc:
+            return MaterializationInspection(InspectionState(exc.state or "corrupt"), detail=str(exc))
         return MaterializationInspection(InspectionState.AVAILABLE, record=record)
 
     def available(self, contexts: Sequence[MaterializationContext]) -> list[MaterializationRecord]:

@@ -101,6 +101,34 @@ class MaterializationContext:
             key_type = type(self.partition_key) if self.partition_key_present else type(None)
             object.__setattr__(self, "partition_key_type", f"{key_type.__module__}.{key_type.__qualname__}")
 
+    @classmethod
+    def for_asset(
+        cls, asset: Any, partition_key: Any, *, input_materialization_ids: Sequence[str] = ()
+    ) -> MaterializationContext:
+        """The context the engine builds for this asset and key.
+
+        ``asset`` is an @asset function (or its definition) declared with a
+        version and a partition definition; the key is normalized by that
+        definition, so a near-miss (text for a date, non-canonical text)
+        raises instead of silently naming another identity.
+        """
+        definition = getattr(asset, "__partita_asset__", asset)
+        version = getattr(definition, "version", None)
+        partition_def = getattr(definition, "partition_def", None)
+        name = getattr(definition, "name", None)
+        if not isinstance(name, str) or version is None or partition_def is None:
+            raise ValueError("MaterializationContext.for_asset needs an @asset with a version and a partition_def")
+        key = partition_def.normalize_key(partition_key)
+        return cls(
+            asset_name=name,
+            version=version,
+            partition_domain=partition_def.domain,
+            partition_key=key,
+            partition_key_text=partition_def.format_key(key),
+            partition_key_present=True,
+            input_materialization_ids=tuple(input_materialization_ids),
+        )
+
     def identity(self) -> dict[str, Any]:
         """The identity as a JSON-safe mapping (stable field order)."""
         return {
@@ -133,6 +161,8 @@ class MaterializationRecord:
     partition_key_present: bool
     input_materialization_ids: tuple[str, ...]
     committed_at: dt.datetime | None = None
+    #: The typed key's Python type ("" when the adapter does not track it).
+    partition_key_type: str = ""
     metadata: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -157,6 +187,7 @@ class MaterializationRecord:
             and self.partition_key_present == context.partition_key_present
             and self.partition_key_text == context.partition_key_text
             and self.input_materialization_ids == context.input_materialization_ids
+            and (not self.partition_key_type or self.partition_key_type == context.partition_key_type)
         )
 
 

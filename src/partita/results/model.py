@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from partita.events.model import AssetEvent, EmissionReceipt
     from partita.planning.plan import FlowPlan
 
 __all__ = [
@@ -213,6 +214,10 @@ class RunResult:
     plan: FlowPlan = field(repr=False)
     resources: Mapping[str, ResourceStatistics] = field(default_factory=dict)
     callback_errors: tuple[CallbackError, ...] = ()
+    #: Events this run published from bodies and callbacks (outlet events live in the store).
+    events: tuple[AssetEvent, ...] = ()
+    #: Every receipt `emit` returned during the run, duplicates included.
+    receipts: tuple[EmissionReceipt, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", MappingProxyType(dict(self.tasks)))

@@ -225,7 +225,7 @@ def render_record(
     header: RunHeader, tasks: Sequence[TaskRecord], version: int = 1, *, record_partition_keys: bool = False
 ) -> dict[str, Any]:
     """The portable record document of the given version."""
-    if isinstance(version, bool) or version not in SUPPORTED_RECORD_VERSIONS:
+    if type(version) is not int or version not in SUPPORTED_RECORD_VERSIONS:
         supported = ", ".join(map(str, SUPPORTED_RECORD_VERSIONS))
         raise ValueError(f"record version must be one of {supported}")
     all_attempts = [attempt for task in tasks for attempt in task.attempts]

@@ -14,9 +14,13 @@ DEFAULT_STORE_URL = "sqlite:///.partita/partita.db"
 STORE_ENVIRONMENT_VARIABLE = "PARTITA_STORE"
 
 
-def open_store(url: str) -> SqlStore:
-    """Open (creating or upgrading as needed) the store at ``url``."""
-    return SqlStore(url)
+def open_store(url: str, *, create: bool = True) -> SqlStore:
+    """Open the store at ``url``, upgrading its schema as needed.
+
+    With ``create=False`` a SQLite file that does not exist yet is not
+    created: `MissingStoreError` is raised instead (readers use this).
+    """
+    return SqlStore(url, create=create)
 
 
 def store_url_from_environment() -> str | None:

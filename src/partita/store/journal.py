@@ -137,6 +137,7 @@ class StoreJournal:
             status="running",
             partition_key=key_text,
             invocations=tuple(earlier),
+            started_at=event.started_at if type(event) is AttemptStarted else None,
         )
 
     def end(self, result: RunResult) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, SourceKind
 from partita.results.record import AttemptRecord, RunHeader, TaskRecord
 
 __all__ = ["RunEnd", "RunStart", "Store", "StoredRun"]
@@ -72,13 +73,35 @@ class Store(Protocol):
 
     def record_run_started(self, run: RunStart) -> None: ...
 
-    def record_progress(self, attempts: Sequence[AttemptRecord], run_id: str, *, new: bool = False) -> None:
-        """Write attempts (running or terminal) and their invocations.
+    def record_progress(
+        self,
+        attempts: Sequence[AttemptRecord],
+        run_id: str,
+        *,
+        new: bool = False,
+        outlets: Sequence[EventDraft] = (),
+    ) -> None:
+        """Write attempts (running or terminal), their invocations and outlet events, in one transaction.
 
-        ``new=True`` promises none of them was written before, which lets the
-        store use its fastest bulk insert; otherwise rows are upserted.
+        ``new=True`` promises none of the attempts was written before, which
+        lets the store use its fastest bulk insert; otherwise rows are upserted.
         """
         ...
+
+    def record_event(self, draft: EventDraft) -> EmissionReceipt:
+        """Store one event durably, or return the receipt of its dedupe identity's first event."""
+        ...
+
+    def list_events(
+        self,
+        *,
+        asset: str | None = None,
+        partition_key: str | None = None,
+        since: int | None = None,
+        limit: int | None = None,
+        run_id: str | None = None,
+        kinds: Sequence[SourceKind] | None = None,
+    ) -> list[AssetEvent]: ...
 
     def record_heartbeat(self, run_id: str, at: float) -> None: ...
 

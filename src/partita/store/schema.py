@@ -8,6 +8,7 @@ newest revision this version of partita understands.
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Column,
     Float,
@@ -18,13 +19,17 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 
-__all__ = ["KNOWN_REVISIONS", "SCHEMA_HEAD", "attempts", "invocations", "metadata", "runs"]
+__all__ = ["KNOWN_REVISIONS", "SCHEMA_HEAD", "VERSION_TABLE", "attempts", "events", "invocations", "metadata", "runs"]
 
 #: Every migration revision this version ships, oldest first.
-KNOWN_REVISIONS = ("0001",)
+KNOWN_REVISIONS = ("0001", "0002")
 SCHEMA_HEAD = KNOWN_REVISIONS[-1]
+#: Alembic's bookkeeping table, named for partita so a database shared with
+#: another Alembic-managed application keeps both histories apart.
+VERSION_TABLE = "partita_alembic_version"
 
 metadata = MetaData()
 
@@ -85,4 +90,26 @@ invocations = Table(
     Column("succeeded", Boolean, nullable=False),
     Column("failure_type", Text),
     Column("failure_message", Text),
+)
+
+events = Table(
+    "partita_events",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    Column("asset", Text, nullable=False),
+    Column("partition_key", Text),  # canonical text: the routing pointer consumers need
+    Column("partition_date", Text),  # ISO 8601 with offset
+    Column("extra", Text, nullable=False),  # JSON object
+    Column("timestamp", Float, nullable=False),
+    Column("source_kind", String(16), nullable=False),
+    Column("source_run_id", String(64)),
+    Column("source_asset", Text),
+    Column("source_key_present", Boolean),
+    Column("source_invocation", Integer),
+    Column("dedupe_key", Text, nullable=False),
+    Column("payload_hash", String(64), nullable=False),
+    UniqueConstraint("dedupe_key", name="uq_partita_events_dedupe_key"),
+    Index("ix_partita_events_asset_id", "asset", "id"),
+    Index("ix_partita_events_asset_key", "asset", "partition_key"),
+    Index("ix_partita_events_run", "source_run_id"),
 )

@@ -21,16 +21,19 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Boolean, Connection, Engine, Float, Integer, create_engine, event, func, inspect, select, update
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from partita.errors import ConfigurationError, StoreError, UnknownRunError
+from partita.errors import ConfigurationError, EmissionError, MissingStoreError, StoreError, UnknownRunError
+from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, EventSource, SourceKind
 from partita.results.model import FailureInfo
 from partita.results.record import AttemptRecord, InvocationRecord, RunHeader, TaskRecord
 from partita.store.liveness import owner_is_alive
 from partita.store.protocol import RunEnd, RunStart, StoredRun
-from partita.store.schema import KNOWN_REVISIONS, SCHEMA_HEAD, attempts, invocations, runs
+from partita.store.schema import KNOWN_REVISIONS, SCHEMA_HEAD, VERSION_TABLE, attempts, events, invocations, runs
 
 __all__ = ["SqlStore"]
 
@@ -58,6 +61,47 @@ def _unnest_upsert(table: Any, keys: tuple[str, ...]) -> str:
     )
 
 
+def _event_row(draft: EventDraft) -> tuple[Any, ...]:
+    """An events row without its id, in table column order."""
+    source = draft.source
+    return (
+        draft.asset,
+        draft.partition_key,
+        None if draft.partition_date is None else draft.partition_date.isoformat(),
+        json.dumps(draft.extra, separators=(",", ":")),
+        draft.timestamp.timestamp(),
+        source.kind.value,
+        source.run_id,
+        source.asset,
+        source.partition_key_present,
+        source.invocation,
+        draft.dedupe_key,
+        draft.payload_hash,
+    )
+
+
+def _event_of(row: Any) -> AssetEvent:
+    return AssetEvent(
+        id=int(row.id),
+        asset=row.asset,
+        partition_key=row.partition_key,
+        partition_date=None if row.partition_date is None else dt.datetime.fromisoformat(row.partition_date),
+        extra=json.loads(row.extra),
+        timestamp=_utc(row.timestamp),  # type: ignore[arg-type]
+        source=EventSource(
+            kind=SourceKind(row.source_kind),
+            run_id=row.source_run_id,
+            asset=row.source_asset,
+            partition_key_present=None if row.source_key_present is None else bool(row.source_key_present),
+            invocation=row.source_invocation,
+        ),
+    )
+
+
+def _migration_context(connection: Connection) -> MigrationContext:
+    return MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+
+
 class SqlStore:
     """Run history in a SQL database named by a URL.
 
@@ -66,7 +110,7 @@ class SqlStore:
     ``postgresql://user:password@host:port/database``.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, create: bool = True) -> None:
         if not isinstance(url, str) or not url:
             raise ConfigurationError("store URL must be a non-empty string such as sqlite:///.partita/partita.db")
         try:
@@ -78,7 +122,7 @@ class SqlStore:
         backend = parsed.get_backend_name()
         self.created = False
         if backend == "sqlite":
-            self._engine = self._sqlite_engine(parsed)
+            self._engine = self._sqlite_engine(parsed, create)
         elif backend == "postgresql":
             self._engine = self._postgresql_engine(parsed)
         else:
@@ -97,7 +141,7 @@ class SqlStore:
 
     # -- opening ----------------------------------------------------------------
 
-    def _sqlite_engine(self, url: Any) -> Engine:
+    def _sqlite_engine(self, url: Any, create: bool) -> Engine:
         database = url.database
         if database in (None, "", ":memory:"):
             engine = create_engine(
@@ -107,6 +151,8 @@ class SqlStore:
             path = Path(database)
             if path.is_dir():
                 raise StoreError(f"store path {str(path)!r} is a directory; name a database file inside it")
+            if not create and not path.exists():
+                raise MissingStoreError(f"no run-history store exists at {str(path)!r} yet")
             self.created = not path.exists()
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -177,7 +223,7 @@ class SqlStore:
     def _migrate(self) -> None:
         with self._failures("open it"):
             with self._engine.connect() as connection:
-                current = MigrationContext.configure(connection).get_current_revision()
+                current = _migration_context(connection).get_current_revision()
             if current == SCHEMA_HEAD:
                 return
             if current is not None and current not in KNOWN_REVISIONS:
@@ -188,7 +234,7 @@ class SqlStore:
             with self._write() as connection:
                 if self._dialect == "postgresql":
                     connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_MIGRATION_LOCK})")
-                current = MigrationContext.configure(connection).get_current_revision()
+                current = _migration_context(connection).get_current_revision()
                 if current == SCHEMA_HEAD:
                     return
                 if current is None:
@@ -201,6 +247,7 @@ class SqlStore:
                 config = Config()
                 config.set_main_option("script_location", str(MIGRATIONS))
                 config.attributes["connection"] = connection
+                config.attributes["version_table"] = VERSION_TABLE
                 command.upgrade(config, "head")
 
     def _prepare_upserts(self) -> tuple[str, str]:
@@ -224,6 +271,11 @@ class SqlStore:
                 invocations, ("run_id", "asset", "idx", "number")
             )
         return upsert(attempts, ("run_id", "asset", "idx")), upsert(invocations, ("run_id", "asset", "idx", "number"))
+
+    @property
+    def _event_insert(self) -> Any:
+        insert = pg_dialect.insert if self._dialect == "postgresql" else sqlite_dialect.insert
+        return insert(events).on_conflict_do_nothing(index_elements=[events.c.dedupe_key])
 
     @property
     def url(self) -> str:
@@ -258,7 +310,14 @@ class SqlStore:
                 )
             )
 
-    def record_progress(self, records: Sequence[AttemptRecord], run_id: str, *, new: bool = False) -> None:
+    def record_progress(
+        self,
+        records: Sequence[AttemptRecord],
+        run_id: str,
+        *,
+        new: bool = False,
+        outlets: Sequence[EventDraft] = (),
+    ) -> None:
         latest: dict[tuple[str, int], AttemptRecord] = {}
         for record in records:
             latest[(record.asset, record.index)] = record
@@ -315,10 +374,17 @@ class SqlStore:
                 self._upsert(connection, self._upsert_attempts, attempt_rows)
                 if invocation_rows:
                     self._upsert(connection, self._upsert_invocations, invocation_rows)
+            if outlets:
+                # Outlet events commit in the same transaction as the successes they announce.
+                self._insert(connection, events, [_event_row(draft) for draft in outlets], skip=1)
 
-    def _insert(self, connection: Connection, table: Any, rows: list[tuple[Any, ...]]) -> None:
-        """Rows that were never written: the backend's fastest bulk insert."""
-        names = ", ".join(column.name for column in table.columns)
+    def _insert(self, connection: Connection, table: Any, rows: list[tuple[Any, ...]], skip: int = 0) -> None:
+        """Rows that were never written: the backend's fastest bulk insert.
+
+        ``skip`` leaves out leading columns the database fills (an id).
+        """
+        columns = list(table.columns)[skip:]
+        names = ", ".join(column.name for column in columns)
         if self._dialect == "postgresql":
             driver = connection.connection.driver_connection
             assert driver is not None
@@ -326,7 +392,7 @@ class SqlStore:
                 for row in rows:
                     copy.write_row(row)
         else:
-            marks = ", ".join("?" * len(table.columns))
+            marks = ", ".join("?" * len(columns))
             connection.exec_driver_sql(f"INSERT INTO {table.name} ({names}) VALUES ({marks})", rows)
 
     def _upsert(self, connection: Connection, statement: str, rows: list[tuple[Any, ...]]) -> None:
@@ -349,6 +415,68 @@ class SqlStore:
                 .values(status=end.status, finished_at=finished, heartbeat_at=finished, summary=json.dumps(end.summary))
             )
 
+    # -- events --------------------------------------------------------------------
+
+    def record_event(self, draft: EventDraft) -> EmissionReceipt:
+        """Insert the event unless its dedupe identity exists; durable when this returns.
+
+        A lost acknowledgement is retried: the dedupe identity turns the retry
+        into the first event's receipt instead of a second event.
+        """
+        row = dict(zip((column.name for column in list(events.columns)[1:]), _event_row(draft), strict=True))
+        statement = self._event_insert.values(**row).returning(events.c.id)
+        for attempt in range(3):
+            try:
+                with self._write() as connection:
+                    inserted = connection.execute(statement).first()
+                    if inserted is not None:
+                        return EmissionReceipt(int(inserted[0]), draft.timestamp)
+                    existing = connection.execute(
+                        select(events.c.id, events.c.timestamp, events.c.payload_hash).where(
+                            events.c.dedupe_key == draft.dedupe_key
+                        )
+                    ).one()
+            except OperationalError as exc:
+                if attempt == 2 or self._dialect == "sqlite":
+                    raise StoreError(f"store {self._url}: cannot record the event: {self._describe_failure(exc)}") from exc
+                continue
+            except SQLAlchemyError as exc:
+                raise StoreError(f"store {self._url}: cannot record the event: {self._describe_failure(exc)}") from exc
+            if existing.payload_hash != draft.payload_hash:
+                raise EmissionError(
+                    "emit: dedupe_key was already used for a different event (asset, key, date or extra differ); "
+                    "a dedupe key identifies exactly one event"
+                )
+            return EmissionReceipt(int(existing.id), _utc(existing.timestamp), duplicate=True)  # type: ignore[arg-type]
+        raise AssertionError("unreachable")
+
+    def list_events(
+        self,
+        *,
+        asset: str | None = None,
+        partition_key: str | None = None,
+        since: int | None = None,
+        limit: int | None = None,
+        run_id: str | None = None,
+        kinds: Sequence[SourceKind] | None = None,
+    ) -> list[AssetEvent]:
+        """Events in id order, filtered; ``since`` excludes ids up to and including it."""
+        query = select(events).order_by(events.c.id)
+        if asset is not None:
+            query = query.where(events.c.asset == asset)
+        if partition_key is not None:
+            query = query.where(events.c.partition_key == partition_key)
+        if since is not None:
+            query = query.where(events.c.id > since)
+        if run_id is not None:
+            query = query.where(events.c.source_run_id == run_id)
+        if kinds is not None:
+            query = query.where(events.c.source_kind.in_([kind.value for kind in kinds]))
+        if limit is not None:
+            query = query.limit(limit)
+        with self._failures("list events"), self._engine.connect() as connection:
+            return [_event_of(row) for row in connection.execute(query)]
+
     # -- reading -----------------------------------------------------------------
 
     def _status(self, row: Any) -> str:
@@ -362,9 +490,13 @@ class SqlStore:
 
     def _stored(self, row: Any, counts: dict[str, int]) -> StoredRun:
         summary = json.loads(row.summary) if row.summary else {}
+        status = self._status(row)
+        if status == "interrupted" and "running" in counts:
+            counts = dict(counts)
+            counts["interrupted"] = counts.pop("running")
         header = RunHeader(
             run_id=row.run_id,
-            status=self._status(row),
+            status=status,
             started_at=_utc(row.started_at),  # type: ignore[arg-type]
             finished_at=_utc(row.finished_at),
             targets=tuple(json.loads(row.targets)),

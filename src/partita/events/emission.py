@@ -1,0 +1,381 @@
+"""Publishing asset events now: validation, dedupe identities and the emitter (SPEC §8).
+
+Rules, checked before anything is stored: the target asset must be
+registered; partition arguments are explicit (never inherited from the
+producer's own key) and normalized by the target asset's definition; a
+``partition_date`` needs a key and a timezone; ``extra`` is a strict JSON
+object of bounded size. An event is identified by its ``dedupe_key`` or, by
+default, by the producer's run, asset, key, invocation and emission sequence
+number: emitting it again returns the first receipt with ``duplicate=True``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import datetime as dt
+import hashlib
+import itertools
+import json
+import re
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from partita.errors import EmissionError
+from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, EventSource, SourceKind
+from partita.materialization.codecs import JsonCodec
+from partita.partitions.base import PartitionDef
+
+__all__ = [
+    "MAX_DEDUPE_KEY_LENGTH",
+    "MAX_EXTRA_BYTES",
+    "Catalog",
+    "Emitter",
+    "EventLog",
+    "MemoryEventLog",
+    "activate",
+    "deactivate",
+    "emit",
+    "prepare_event",
+]
+
+#: Largest accepted ``extra`` (its compact JSON encoding, in bytes).
+MAX_EXTRA_BYTES = 64 * 1024
+MAX_DEDUPE_KEY_LENGTH = 256
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_STRICT_JSON = JsonCodec()
+
+#: Asset name -> its partition definition (None: unpartitioned). Picklable, unlike a registry.
+Catalog = Mapping[str, PartitionDef | None]
+
+_active: contextvars.ContextVar[Emitter | None] = contextvars.ContextVar("partita_active_emitter")
+
+
+def _asset_name(asset: Any) -> str:
+    if isinstance(asset, str) and asset:
+        return asset
+    definition = getattr(asset, "__partita_asset__", None)
+    if definition is not None:
+        return str(definition.name)
+    raise EmissionError("emit: asset must be an asset name or an @asset function")
+
+
+def _extra(extra: Any) -> dict[str, Any]:
+    if extra is None:
+        return {}
+    if not isinstance(extra, Mapping):
+        raise EmissionError("emit: extra must be a JSON object (a dict with string keys)")
+    value = dict(extra)
+    try:
+        encoded = _STRICT_JSON.encode(value)
+    except ValueError as exc:
+        raise EmissionError(f"emit: extra is not strict JSON: {str(exc).replace('output', 'extra')}") from None
+    if len(encoded) > MAX_EXTRA_BYTES:
+        raise EmissionError(f"emit: extra is {len(encoded)} bytes of JSON; the limit is {MAX_EXTRA_BYTES}")
+    return value
+
+
+def _partition_date(value: Any, has_key: bool) -> dt.datetime | None:
+    if value is None:
+        return None
+    if not has_key:
+        raise EmissionError("emit: partition_date requires a partition_key")
+    if not isinstance(value, dt.datetime):
+        raise EmissionError("emit: partition_date must be a timezone-aware datetime")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise EmissionError("emit: partition_date must be timezone-aware (a naive datetime is ambiguous)")
+    return value
+
+
+def _dedupe_key(value: Any) -> str:
+    if not isinstance(value, str) or not value or len(value) > MAX_DEDUPE_KEY_LENGTH or _CONTROL.search(value):
+        raise EmissionError(
+            f"emit: dedupe_key must be a non-empty string of at most {MAX_DEDUPE_KEY_LENGTH} characters "
+            "without control characters"
+        )
+    return value
+
+
+def payload_hash(asset: str, key: str | None, date: dt.datetime | None, extra: dict[str, Any]) -> str:
+    canonical = json.dumps(
+        {"asset": asset, "partition_key": key, "partition_date": None if date is None else date.isoformat(), "extra": extra},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def prepare_event(
+    catalog: Catalog,
+    asset: Any,
+    *,
+    partition_key: Any = None,
+    partition_date: Any = None,
+    extra: Any = None,
+    dedupe_key: str | None,
+    source: EventSource,
+    automatic_dedupe: Callable[[], str] | None = None,
+) -> EventDraft:
+    """Validate and normalize one emission; raises EmissionError naming the rule."""
+    name = _asset_name(asset)
+    if name not in catalog:
+        raise EmissionError(f"emit: asset {name!r} is not registered; events can only be published for known assets")
+    definition = catalog[name]
+    if definition is None:
+        if partition_key is not None:
+            raise EmissionError(f"emit: asset {name!r} is not partitioned; publish it without partition_key")
+        key_text = None
+    else:
+        if partition_key is None:
+            raise EmissionError(
+                f"emit: asset {name!r} is partitioned (domain {definition.domain}); pass partition_key explicitly "
+                "(it is never inherited from the producer's own key)"
+            )
+        try:
+            key_text = definition.format_key(definition.normalize_key(partition_key))
+        except ValueError as exc:
+            raise EmissionError(
+                f"emit: partition_key for asset {name!r} is rejected by its definition ({definition.domain}): {exc}"
+            ) from None
+    date = _partition_date(partition_date, key_text is not None)
+    body = _extra(extra)
+    if dedupe_key is not None:
+        identity = "key:" + _dedupe_key(dedupe_key)
+    elif automatic_dedupe is not None:
+        identity = automatic_dedupe()
+    else:
+        raise EmissionError("emit: an external event needs an explicit dedupe_key")
+    return EventDraft(
+        asset=name,
+        partition_key=key_text,
+        partition_date=date,
+        extra=body,
+        source=source,
+        dedupe_key=identity,
+        payload_hash=payload_hash(name, key_text, date, body),
+    )
+
+
+@runtime_checkable
+class EventLog(Protocol):
+    """Where events go: the store (durable) or memory (no store configured)."""
+
+    def append(self, draft: EventDraft) -> EmissionReceipt: ...
+
+
+def duplicate_conflict() -> EmissionError:
+    return EmissionError(
+        "emit: dedupe_key was already used for a different event (asset, key, date or extra differ); "
+        "a dedupe key identifies exactly one event"
+    )
+
+
+class MemoryEventLog:
+    """Events of one process when no store is configured; thread-safe, deduplicating."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: list[AssetEvent] = []
+        self._by_key: dict[str, tuple[EmissionReceipt, str]] = {}
+
+    def append(self, draft: EventDraft) -> EmissionReceipt:
+        with self._lock:
+            seen = self._by_key.get(draft.dedupe_key)
+            if seen is not None:
+                receipt, digest = seen
+                if digest != draft.payload_hash:
+                    raise duplicate_conflict()
+                return EmissionReceipt(receipt.id, receipt.timestamp, duplicate=True)
+            event_id = len(self._events) + 1
+            self._events.append(
+                AssetEvent(
+                    id=event_id,
+                    asset=draft.asset,
+                    partition_key=draft.partition_key,
+                    partition_date=draft.partition_date,
+                    extra=draft.extra,
+                    timestamp=draft.timestamp,
+                    source=draft.source,
+                )
+            )
+            receipt = EmissionReceipt(event_id, draft.timestamp)
+            self._by_key[draft.dedupe_key] = (receipt, draft.payload_hash)
+            return receipt
+
+    def events(self) -> tuple[AssetEvent, ...]:
+        with self._lock:
+            return tuple(self._events)
+
+    def events_of_run(self, run_id: str) -> tuple[AssetEvent, ...]:
+        with self._lock:
+            return tuple(event for event in self._events if event.source.run_id == run_id)
+
+
+class Emitter:
+    """Publishes events on behalf of one producer: an invocation or a callback.
+
+    Created for every invocation, so it is kept cheap: nothing happens until
+    ``emit`` is called. Across a process boundary it reconnects to the run's
+    store by URL.
+    """
+
+    __slots__ = (
+        "log",
+        "catalog",
+        "kind",
+        "run_id",
+        "asset",
+        "key_present",
+        "invocation",
+        "partition_key",
+        "key_format",
+        "receipts",
+        "store_url",
+        "_sequence",
+    )
+
+    def __init__(
+        self,
+        log: EventLog,
+        catalog: Catalog,
+        kind: SourceKind,
+        run_id: str | None = None,
+        asset: str | None = None,
+        key_present: bool | None = None,
+        invocation: int | None = None,
+        partition_key: Any = None,
+        key_format: Callable[[Any], str] | None = None,
+        receipts: list[EmissionReceipt] | None = None,
+        store_url: str | None = None,
+    ) -> None:
+        self.log = log
+        self.catalog = catalog
+        self.kind = kind
+        self.run_id = run_id
+        self.asset = asset
+        self.key_present = key_present
+        self.invocation = invocation
+        self.partition_key = partition_key
+        self.key_format = key_format
+        self.receipts = receipts
+        self.store_url = store_url
+        self._sequence: Any = None
+
+    @property
+    def source(self) -> EventSource:
+        return EventSource(self.kind, self.run_id, self.asset, self.key_present, self.invocation)
+
+    def emit(
+        self,
+        asset: Any,
+        *,
+        partition_key: Any = None,
+        partition_date: Any = None,
+        extra: Any = None,
+        dedupe_key: str | None = None,
+    ) -> EmissionReceipt:
+        """Store the event durably (when a store is configured) and return its receipt."""
+        draft = prepare_event(
+            self.catalog,
+            asset,
+            partition_key=partition_key,
+            partition_date=partition_date,
+            extra=extra,
+            dedupe_key=dedupe_key,
+            source=self.source,
+            automatic_dedupe=self._automatic_dedupe,
+        )
+        receipt = self.log.append(draft)
+        if self.receipts is not None:
+            self.receipts.append(receipt)
+        return receipt
+
+    def _automatic_dedupe(self) -> str:
+        if self._sequence is None:
+            self._sequence = itertools.count()
+        key_text = self.key_format(self.partition_key) if self.key_format is not None else None
+        identity = json.dumps(
+            [self.kind.value, self.run_id, self.asset, key_text, self.invocation, next(self._sequence)]
+        )
+        return "auto:" + hashlib.sha256(identity.encode("utf-8")).hexdigest()
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        state = (
+            self.catalog,
+            self.kind,
+            self.run_id,
+            self.asset,
+            self.key_present,
+            self.invocation,
+            self.partition_key,
+            self.key_format,
+        )
+        if self.store_url is None:
+            return (_unavailable_emitter, state)
+        return (_store_emitter, (self.store_url, *state))
+
+
+def activate(emitter: Emitter | None) -> contextvars.Token[Any]:
+    """Make ``emitter`` the one `partita.emit` uses in this thread or task."""
+    return _active.set(emitter)  # type: ignore[arg-type]
+
+
+def deactivate(token: contextvars.Token[Any]) -> None:
+    _active.reset(token)
+
+
+def _unavailable_emitter(catalog: Catalog, *state: Any) -> Emitter:
+    return Emitter(_NoStoreInWorker(), catalog, *state)
+
+
+class _NoStoreInWorker:
+    def append(self, draft: EventDraft) -> EmissionReceipt:
+        raise EmissionError(
+            "emit from a worker process needs a store: events cannot be kept in memory across processes; "
+            "configure Flow(store=...) or use the default in-process executor"
+        )
+
+
+_worker_stores: dict[str, Any] = {}
+
+
+def _store_emitter(store_url: str, catalog: Catalog, *state: Any) -> Emitter:
+    from partita.store import open_store
+    from partita.store.events import StoreEventLog
+
+    store = _worker_stores.get(store_url)
+    if store is None:
+        store = _worker_stores[store_url] = open_store(store_url)
+    return Emitter(StoreEventLog(store), catalog, *state, store_url=store_url)
+
+
+def emit(
+    asset: Any,
+    *,
+    partition_key: Any = None,
+    partition_date: Any = None,
+    extra: Any = None,
+    dedupe_key: str | None = None,
+) -> EmissionReceipt:
+    """Publish an asset event from the running body or callback (see `AssetContext.emit`).
+
+    Outside a running body or callback (for example at import time) it
+    raises EmissionError: there is no producer to attribute the event to.
+    """
+    emitter = _active.get(None)
+    if emitter is None:
+        raise EmissionError(
+            "partita.emit() works only while an asset body or a callback runs; nothing is running here "
+            "(import and definition time cannot publish). In threads you start yourself, call context.emit(...)"
+        )
+    return emitter.emit(
+        asset, partition_key=partition_key, partition_date=partition_date, extra=extra, dedupe_key=dedupe_key
+    )
+
+
+def catalog_of(definitions: Any) -> dict[str, PartitionDef | None]:
+    """Asset name -> partition definition, from a registry's definitions."""
+    return {definition.name: definition.partition_def for definition in definitions}
+
+

@@ -1,0 +1,21 @@
+"""`StoreEventLog`: emission into the store, durable before the receipt returns."""
+
+from __future__ import annotations
+
+from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, SourceKind
+from partita.store.protocol import Store
+
+__all__ = ["StoreEventLog"]
+
+
+class StoreEventLog:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def append(self, draft: EventDraft) -> EmissionReceipt:
+        return self._store.record_event(draft)
+
+    def events_of_run(self, run_id: str) -> tuple[AssetEvent, ...]:
+        """Events the run published itself (not its outlet events)."""
+        kinds = (SourceKind.ATTEMPT, SourceKind.FLOW)
+        return tuple(self._store.list_events(run_id=run_id, kinds=kinds))
