@@ -11,6 +11,7 @@ from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import (
     ConfigurationError,
     DefinitionError,
+    EmissionError,
     EntryLoadError,
     ExecutionError,
     FileMaterializationError,
@@ -22,6 +23,8 @@ from partita.errors import (
     StoreError,
     UnknownRunError,
 )
+from partita.events.emission import emit
+from partita.events.model import AssetEvent, EmissionReceipt, EventSource, SourceKind
 from partita.execution.clock import Clock, FastForwardClock, SystemClock
 from partita.execution.context import AssetContext, CallbackContext
 from partita.execution.events import (
@@ -79,6 +82,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AssetContext",
     "AssetDefinition",
+    "AssetEvent",
     "AssetRegistry",
     "AttemptFinished",
     "AttemptResult",
@@ -92,7 +96,10 @@ __all__ = [
     "ConfigurationError",
     "DatePartitionDef",
     "DefinitionError",
+    "EmissionError",
+    "EmissionReceipt",
     "EntryLoadError",
+    "EventSource",
     "ExecutionError",
     "ExecutionEvent",
     "ExecutionObserver",
@@ -141,6 +148,7 @@ __all__ = [
     "SelectionError",
     "SelectionKind",
     "SkipReason",
+    "SourceKind",
     "SqlStore",
     "StaticPartitionDef",
     "Store",
@@ -151,6 +159,7 @@ __all__ = [
     "UnknownRunError",
     "asset",
     "default_registry",
+    "emit",
     "open_store",
     "run",
 ]

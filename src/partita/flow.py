@@ -28,6 +28,7 @@ from partita.planning.plan import FlowPlan, build_plan
 from partita.planning.selection import KeySource
 from partita.results.model import RunResult
 from partita.store import Store, open_store, store_url_from_environment
+from partita.store.events import StoreEventLog
 from partita.store.journal import StoreJournal
 
 __all__ = ["Flow", "run"]
@@ -186,8 +187,8 @@ class Flow:
         return self.plan(config)
 
     @contextlib.contextmanager
-    def _journal(self) -> Iterator[StoreJournal | None]:
-        """The run's journal: the given Store, a URL (or $PARTITA_STORE) opened for this run, or none."""
+    def _recording(self) -> Iterator[Store | None]:
+        """The run's store: the given Store, a URL (or $PARTITA_STORE) opened for this run, or none."""
         spec = self.store
         if spec is None:
             spec = store_url_from_environment()
@@ -197,15 +198,20 @@ class Flow:
         if isinstance(spec, str):
             store = open_store(spec)
             try:
-                yield StoreJournal(store, record_partition_keys=self.record_partition_keys)
+                yield store
             finally:
                 store.close()
             return
-        yield StoreJournal(spec, record_partition_keys=self.record_partition_keys)  # type: ignore[arg-type]
+        yield spec  # type: ignore[misc]
 
-    def _options(self, observers: Sequence[ExecutionObserver], journal: StoreJournal | None) -> RunOptions:
+    def _options(self, observers: Sequence[ExecutionObserver], store: Store | None) -> RunOptions:
+        journal = None
+        if store is not None:
+            journal = StoreJournal(store, record_partition_keys=self.record_partition_keys)
         return RunOptions(
             journal=journal,
+            event_log=None if store is None else StoreEventLog(store),
+            store_url=getattr(store, "connect_url", None),
             resources=self.resources,
             executor=resolve_executor(self.executor),
             clock=self.clock,
@@ -231,8 +237,8 @@ class Flow:
             raise ConfigurationError(
                 "Flow.run() was called inside a running event loop; use 'await flow.run_async(...)'"
             )
-        with self._journal() as journal:
-            return asyncio.run(execute_plan(plan, self._options(observers, journal)))
+        with self._recording() as store:
+            return asyncio.run(execute_plan(plan, self._options(observers, store)))
 
     async def run_async(
         self, config: ConfigLike | FlowPlan = None, *, observers: Sequence[ExecutionObserver] = ()
@@ -245,8 +251,8 @@ class Flow:
         cancelled result before `asyncio.CancelledError` propagates.
         """
         plan = self._approved(config)
-        with self._journal() as journal:
-            return await execute_plan(plan, self._options(observers, journal))
+        with self._recording() as store:
+            return await execute_plan(plan, self._options(observers, store))
 
     def __repr__(self) -> str:
         return f"Flow(targets={list(self.targets)!r})"

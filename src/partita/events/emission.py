@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from partita.errors import EmissionError
-from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, EventSource, SourceKind
+from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, EventSource, SourceKind, now
 from partita.materialization.codecs import JsonCodec
 from partita.partitions.base import PartitionDef
 
@@ -154,6 +154,7 @@ def prepare_event(
         source=source,
         dedupe_key=identity,
         payload_hash=payload_hash(name, key_text, date, body),
+        timestamp=now(),
     )
 
 
@@ -232,6 +233,7 @@ class Emitter:
         "key_format",
         "receipts",
         "store_url",
+        "role",
         "_sequence",
     )
 
@@ -248,6 +250,7 @@ class Emitter:
         key_format: Callable[[Any], str] | None = None,
         receipts: list[EmissionReceipt] | None = None,
         store_url: str | None = None,
+        role: str = "body",
     ) -> None:
         self.log = log
         self.catalog = catalog
@@ -260,6 +263,8 @@ class Emitter:
         self.key_format = key_format
         self.receipts = receipts
         self.store_url = store_url
+        #: Body or callback label: the same attempt's producers keep separate default identities.
+        self.role = role
         self._sequence: Any = None
 
     @property
@@ -296,7 +301,7 @@ class Emitter:
             self._sequence = itertools.count()
         key_text = self.key_format(self.partition_key) if self.key_format is not None else None
         identity = json.dumps(
-            [self.kind.value, self.run_id, self.asset, key_text, self.invocation, next(self._sequence)]
+            [self.kind.value, self.role, self.run_id, self.asset, key_text, self.invocation, next(self._sequence)]
         )
         return "auto:" + hashlib.sha256(identity.encode("utf-8")).hexdigest()
 
@@ -310,6 +315,9 @@ class Emitter:
             self.invocation,
             self.partition_key,
             self.key_format,
+            None,
+            None,
+            self.role,
         )
         if self.store_url is None:
             return (_unavailable_emitter, state)
@@ -347,7 +355,8 @@ def _store_emitter(store_url: str, catalog: Catalog, *state: Any) -> Emitter:
     store = _worker_stores.get(store_url)
     if store is None:
         store = _worker_stores[store_url] = open_store(store_url)
-    return Emitter(StoreEventLog(store), catalog, *state, store_url=store_url)
+    *fields, _, _, role = state
+    return Emitter(StoreEventLog(store), catalog, *fields, store_url=store_url, role=role)
 
 
 def emit(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
-__all__ = ["AssetEvent", "EmissionReceipt", "EventDraft", "EventSource", "SourceKind"]
+__all__ = ["AssetEvent", "EmissionReceipt", "EventDraft", "EventSource", "SourceKind", "now"]
 
 
 class SourceKind(enum.Enum):
@@ -18,9 +18,11 @@ class SourceKind(enum.Enum):
     DISCOVERY = "discovery"  # a key declared by a discovering producer
 
 
-@dataclass(frozen=True, slots=True)
-class EventSource:
-    """Who published an event: a run's attempt, a flow callback, or an external producer."""
+class EventSource(NamedTuple):
+    """Who published an event: a run's attempt, a flow callback, or an external producer.
+
+    A named tuple: one is built for every outlet event, so it must be cheap.
+    """
 
     kind: SourceKind
     run_id: str | None = None
@@ -38,8 +40,7 @@ class EventSource:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class EventDraft:
+class EventDraft(NamedTuple):
     """A validated event before it has an id: what an event log stores."""
 
     asset: str
@@ -49,7 +50,11 @@ class EventDraft:
     source: EventSource
     dedupe_key: str
     payload_hash: str
-    timestamp: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    timestamp: dt.datetime
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
 
 
 @dataclass(frozen=True, slots=True)

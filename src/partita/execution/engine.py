@@ -203,7 +203,9 @@ class _Run:
         ran = False
         for label, callback in chosen:
             if callback is not None:
-                emitter = Emitter(self.event_log, self.catalog, SourceKind.FLOW, self.run_id, receipts=self.receipts)
+                emitter = Emitter(
+                    self.event_log, self.catalog, SourceKind.FLOW, self.run_id, receipts=self.receipts, role=label
+                )
                 context = CallbackContext(self.run_id, None, None, False, result=result, emitter=emitter)
                 self.callbacks.call(f"flow.{label}", callback, context)
                 await self.callbacks.drain()
@@ -388,7 +390,7 @@ class _Run:
                 kwargs[param] = upstream.outputs[0]
         return kwargs
 
-    def _emitter(self, task: TaskState, key_index: int, invocation: int) -> Emitter:
+    def _emitter(self, task: TaskState, key_index: int, invocation: int, role: str = "body") -> Emitter:
         partition_def = task.definition.partition_def
         return Emitter(
             self.event_log,
@@ -402,6 +404,7 @@ class _Run:
             None if partition_def is None else partition_def.format_key,
             self.receipts,
             self.options.store_url,
+            role,
         )
 
     def _context(self, task: TaskState, key_index: int, invocation: int, emitter: Emitter) -> AssetContext:
@@ -688,7 +691,7 @@ class _Run:
             partition_key_present=task.partitioned,
             exception=exception,
             invocation_number=invocation,
-            emitter=self._emitter(task, key_index, invocation),
+            emitter=self._emitter(task, key_index, invocation, label),
         )
         self.callbacks.call(label, callback, context)
 

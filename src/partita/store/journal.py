@@ -10,6 +10,7 @@ flushes costs one row write. A heartbeat tells other hosts the run is alive.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import socket
 import threading
@@ -17,14 +18,21 @@ import time
 from typing import Any
 
 from partita.errors import StoreError
+from partita.events.model import EventDraft, EventSource, SourceKind
 from partita.execution.events import AttemptFinished, AttemptRetrying, AttemptStarted, ExecutionEvent
 from partita.planning.plan import FlowPlan
-from partita.results.model import RunResult
+from partita.results.model import AttemptResult, AttemptStatus, RunResult
 from partita.results.record import AttemptRecord, InvocationRecord, attempt_record_of, run_header_of
 from partita.store.liveness import current_owner_token
 from partita.store.protocol import RunEnd, RunStart, Store
 
 __all__ = ["StoreJournal"]
+
+
+def _utc(timestamp: float | None) -> dt.datetime:
+    if timestamp is None:
+        return dt.datetime.now(dt.UTC)
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC)
 
 FLUSH_SECONDS = 0.05
 HEARTBEAT_SECONDS = 5.0
@@ -54,6 +62,11 @@ class StoreJournal:
         definition = plan.selection.definition
         if self._record_keys and definition is not None:
             self._key_text = definition.format_key
+        self._formats = {
+            task.name: task.definition.partition_def.format_key
+            for task in plan.tasks
+            if task.definition.partition_def is not None
+        }
         self._store.record_run_started(
             RunStart(
                 run_id=run_id,
@@ -95,6 +108,8 @@ class StoreJournal:
         }
         fresh: list[AttemptRecord] = []
         updates: list[AttemptRecord] = []
+        fresh_outlets: list[EventDraft] = []
+        update_outlets: list[EventDraft] = []
         written = self._written
         for event in batch:
             if type(event) is AttemptFinished:
@@ -103,6 +118,9 @@ class StoreJournal:
                 if self._retries:
                     self._retries.pop(key, None)
                 record = attempt_record_of(attempt, self._key_text)
+                if attempt.status is AttemptStatus.SUCCESS:
+                    # The outlet event joins the transaction that records the success.
+                    (update_outlets if key in written else fresh_outlets).append(self._outlet(attempt))
             elif type(event) is AttemptRetrying or (event.asset_name, event.index) not in finished:
                 key = (event.asset_name, event.index)
                 record = self._running(event)
@@ -117,9 +135,32 @@ class StoreJournal:
             else:
                 written.discard(key)
         if fresh:
-            self._store.record_progress(fresh, self._run_id, new=True)
+            self._store.record_progress(fresh, self._run_id, new=True, outlets=fresh_outlets)
         if updates:
-            self._store.record_progress(updates, self._run_id)
+            self._store.record_progress(updates, self._run_id, outlets=update_outlets)
+
+    def _outlet(self, attempt: AttemptResult) -> EventDraft:
+        """The automatic event announcing a successful attempt's asset and key."""
+        key_text = self._formats[attempt.asset_name](attempt.partition_key) if attempt.partition_key_present else None
+        extra = {} if attempt.materialization_id is None else {"materialization_id": attempt.materialization_id}
+        identity = f"outlet:{self._run_id}:{attempt.asset_name}:{attempt.index}"
+        return EventDraft(
+            attempt.asset_name,
+            key_text,
+            None,
+            extra,
+            EventSource(
+                SourceKind.OUTLET,
+                self._run_id,
+                attempt.asset_name,
+                attempt.partition_key_present,
+                len(attempt.invocations) or None,
+            ),
+            identity,
+            # Outlet identities are never reused, so a cheap digest suffices.
+            hashlib.sha256(f"{identity}|{key_text}|{attempt.materialization_id}".encode()).hexdigest(),
+            _utc(attempt.finished_at),
+        )
 
     def _running(self, event: AttemptStarted | AttemptRetrying) -> AttemptRecord:
         key = (event.asset_name, event.index)

@@ -130,6 +130,7 @@ class SqlStore:
                 f"store URL scheme {parsed.drivername!r} is not supported; use sqlite:/// or postgresql://"
             )
         self._url = parsed.render_as_string(hide_password=True)
+        self._connect_url = url
         self._dialect = backend
         self._host = socket.gethostname()
         try:
@@ -280,6 +281,11 @@ class SqlStore:
     @property
     def url(self) -> str:
         return self._url
+
+    @property
+    def connect_url(self) -> str:
+        """The URL as given, credentials included: for worker processes, never for display."""
+        return self._connect_url
 
     @property
     def dialect(self) -> str:
