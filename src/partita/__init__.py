@@ -24,6 +24,7 @@ from partita.errors import (
     UnknownRunError,
 )
 from partita.events.emission import emit
+from partita.events.external import publish_event
 from partita.events.model import AssetEvent, EmissionReceipt, EventSource, SourceKind
 from partita.execution.clock import Clock, FastForwardClock, SystemClock
 from partita.execution.context import AssetContext, CallbackContext
@@ -160,6 +161,7 @@ __all__ = [
     "asset",
     "default_registry",
     "emit",
+    "publish_event",
     "open_store",
     "run",
 ]

@@ -28,6 +28,7 @@ from partita.cli.common import (
     store_options,
 )
 from partita.cli.entry import load_entry
+from partita.cli.events import events
 from partita.cli.progress import ProgressDisplay, ResultCapture
 from partita.cli.render import render_assets, render_partitions, render_plan, render_result
 from partita.cli.runs import runs
@@ -256,6 +257,7 @@ def _report(result: RunResult, flow_plan: FlowPlan, as_json: bool) -> None:
 
 
 cli.add_command(runs)
+cli.add_command(events)
 
 
 def main() -> None:

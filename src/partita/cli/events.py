@@ -1,0 +1,139 @@
+"""``partita events``: list the event log, publish events from outside partita (SPEC §8)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from partita.cli.common import chosen_store_url, emit_document, handles_errors, opened_store, reading_store
+from partita.cli.entry import load_entry
+from partita.errors import ConfigurationError
+from partita.events.external import publish_event
+
+
+def _json_option(command: Any) -> Any:
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(command)
+
+
+def _store_option(command: Any) -> Any:
+    return click.option(
+        "--store", "store_url", metavar="URL", default=None,
+        help="Run-history store (default: $PARTITA_STORE, else sqlite:///.partita/partita.db).",
+    )(command)
+
+
+@click.group()
+def events() -> None:
+    """The asset event log: list events, publish events from outside partita."""
+
+
+@events.command("list")
+@click.option("--asset", default=None, metavar="ASSET", help="Only events of this asset.")
+@click.option("--partition-key", default=None, metavar="KEY", help="Only events with this canonical key text.")
+@click.option("--since", type=click.IntRange(min=0), default=None, metavar="ID", help="Only events after this id.")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, help="At most N events.")
+@_store_option
+@_json_option
+@handles_errors
+def list_events(
+    asset: str | None, partition_key: str | None, since: int | None, limit: int, store_url: str | None, as_json: bool
+) -> None:
+    """Events in id order (oldest first), filtered."""
+    with reading_store(store_url) as store:
+        found = (
+            []
+            if store is None
+            else store.list_events(asset=asset, partition_key=partition_key, since=since, limit=limit)
+        )
+        url = chosen_store_url(store_url) if store is None else store.url
+    if as_json:
+        emit_document("events", {"store": url, "events": [event.to_dict() for event in found]})
+        return
+    console = Console()
+    if not found:
+        console.print(f"No matching events in {escape(url)}.", highlight=False)
+        return
+    table = Table(title=f"events in {escape(url)}", title_justify="left")
+    for column in ("id", "asset", "partition key", "date", "extra", "source", "run", "at"):
+        table.add_column(column)
+    for event in found:
+        source = event.source
+        table.add_row(
+            str(event.id),
+            escape(event.asset),
+            escape(event.partition_key or "-"),
+            "-" if event.partition_date is None else event.partition_date.isoformat(),
+            escape(json.dumps(event.extra)) if event.extra else "",
+            source.kind.value,
+            (source.run_id or "-")[:12],
+            event.timestamp.strftime("%Y-%m-%d %H:%M:%S"),
+        )
+    console.print(table)
+
+
+def _parse_date(text: str | None) -> dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigurationError("--partition-date must be an ISO 8601 date-time with a UTC offset") from None
+    if value.tzinfo is None:
+        raise ConfigurationError("--partition-date must carry a UTC offset (for example 2026-08-08T00:00:00+00:00)")
+    return value
+
+
+def _parse_extra(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text, parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
+    except ValueError:
+        raise ConfigurationError("--extra must be a JSON object, for example '{\"rows\": 100}'") from None
+
+
+@events.command("emit")
+@click.argument("asset")
+@click.argument("entry")
+@click.option("--partition-key", default=None, metavar="KEY", help="The event's key (canonical text of ASSET's definition).")
+@click.option("--partition-date", default=None, metavar="ISO", help="An ISO 8601 date-time with offset (needs a key).")
+@click.option("--extra", default=None, metavar="JSON", help="A JSON object attached to the event.")
+@click.option("--dedupe-key", default=None, metavar="D", help="Makes repeating this publication idempotent.")
+@_store_option
+@_json_option
+@handles_errors
+def emit_event(
+    asset: str,
+    entry: str,
+    partition_key: str | None,
+    partition_date: str | None,
+    extra: str | None,
+    dedupe_key: str | None,
+    store_url: str | None,
+    as_json: bool,
+) -> None:
+    """Publish an event for ASSET, validated against ENTRY's definitions (source: external)."""
+    flow = load_entry(entry)
+    with opened_store(store_url, False) as store:
+        assert store is not None
+        receipt = publish_event(
+            store,
+            flow,
+            asset,
+            partition_key=partition_key,
+            partition_date=_parse_date(partition_date),
+            extra=_parse_extra(extra),
+            dedupe_key=dedupe_key,
+        )
+    document = {"id": receipt.id, "timestamp": receipt.timestamp.isoformat(), "duplicate": receipt.duplicate}
+    if as_json:
+        emit_document("emission", {"receipt": document})
+        return
+    state = "already published (duplicate)" if receipt.duplicate else "published"
+    Console().print(f"event {receipt.id} {state} at {receipt.timestamp.isoformat()}", highlight=False)

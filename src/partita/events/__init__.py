@@ -1,0 +1,1 @@
+"""Asset events: immediate emission, receipts, provenance and event logs (SPEC §8)."""
