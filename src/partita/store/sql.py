@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import socket
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,8 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Boolean, Connection, Engine, Float, Integer, create_engine, event, func, inspect, select, update
-from sqlalchemy.dialects import postgresql as pg_dialect
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from partita.errors import ConfigurationError, EmissionError, MissingStoreError, StoreError, UnknownRunError
@@ -98,6 +97,22 @@ def _event_of(row: Any) -> AssetEvent:
     )
 
 
+def _configure_sqlite(connection: Any) -> None:
+    """WAL with a busy timeout: readers never block a writer, writers wait for each other.
+
+    ``synchronous=NORMAL`` in WAL mode: a committed transaction survives a
+    crash of the process; the last transactions may be lost on power loss.
+    """
+    connection.isolation_level = None  # partita issues BEGIN itself
+    cursor = connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+    with contextlib.suppress(sqlite3.OperationalError):  # read-only files keep their mode
+        cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.execute("PRAGMA synchronous = NORMAL")
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.close()
+
+
 def _migration_context(connection: Connection) -> MigrationContext:
     return MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
 
@@ -121,6 +136,7 @@ class SqlStore:
             ) from None
         backend = parsed.get_backend_name()
         self.created = False
+        self._sqlite_path: str | None = None
         if backend == "sqlite":
             self._engine = self._sqlite_engine(parsed, create)
         elif backend == "postgresql":
@@ -131,6 +147,15 @@ class SqlStore:
             )
         self._url = parsed.render_as_string(hide_password=True)
         self._connect_url = url
+        self._local = threading.local()
+        self._emission_lock = threading.Lock()
+        self._emission_connections: list[Any] = []
+        self._psycopg_conninfo = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._driver_errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+        if backend == "postgresql":
+            import psycopg
+
+            self._driver_errors = (psycopg.Error,)
         self._dialect = backend
         self._host = socket.gethostname()
         try:
@@ -139,6 +164,7 @@ class SqlStore:
             self._engine.dispose()
             raise
         self._upsert_attempts, self._upsert_invocations = self._prepare_upserts()
+        self._prepare_event_statements()
 
     # -- opening ----------------------------------------------------------------
 
@@ -155,6 +181,7 @@ class SqlStore:
             if not create and not path.exists():
                 raise MissingStoreError(f"no run-history store exists at {str(path)!r} yet")
             self.created = not path.exists()
+            self._sqlite_path = str(path)
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -166,14 +193,7 @@ class SqlStore:
 
         @event.listens_for(engine, "connect")
         def _configure(dbapi_connection: Any, _: Any) -> None:
-            dbapi_connection.isolation_level = None  # partita issues BEGIN itself
-            cursor = dbapi_connection.cursor()
-            cursor.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            with contextlib.suppress(sqlite3.OperationalError):  # read-only files keep their mode
-                cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA synchronous = NORMAL")
-            cursor.execute("PRAGMA foreign_keys = ON")
-            cursor.close()
+            _configure_sqlite(dbapi_connection)
 
         @event.listens_for(engine, "begin")
         def _begin(connection: Connection) -> None:
@@ -273,10 +293,15 @@ class SqlStore:
             )
         return upsert(attempts, ("run_id", "asset", "idx")), upsert(invocations, ("run_id", "asset", "idx", "number"))
 
-    @property
-    def _event_insert(self) -> Any:
-        insert = pg_dialect.insert if self._dialect == "postgresql" else sqlite_dialect.insert
-        return insert(events).on_conflict_do_nothing(index_elements=[events.c.dedupe_key])
+    def _prepare_event_statements(self) -> None:
+        """Driver SQL for emission: no statement construction per event."""
+        marker = "%s" if self._dialect == "postgresql" else "?"
+        columns = [column.name for column in list(events.columns)[1:]]
+        self._event_insert_sql = (
+            f"INSERT INTO {events.name} ({', '.join(columns)}) VALUES ({', '.join([marker] * len(columns))}) "
+            "ON CONFLICT (dedupe_key) DO NOTHING RETURNING id"
+        )
+        self._event_lookup_sql = f"SELECT id, timestamp, payload_hash FROM {events.name} WHERE dedupe_key = {marker}"
 
     @property
     def url(self) -> str:
@@ -429,32 +454,86 @@ class SqlStore:
         A lost acknowledgement is retried: the dedupe identity turns the retry
         into the first event's receipt instead of a second event.
         """
-        row = dict(zip((column.name for column in list(events.columns)[1:]), _event_row(draft), strict=True))
-        statement = self._event_insert.values(**row).returning(events.c.id)
+        row = _event_row(draft)
         for attempt in range(3):
             try:
-                with self._write() as connection:
-                    inserted = connection.execute(statement).first()
-                    if inserted is not None:
-                        return EmissionReceipt(int(inserted[0]), draft.timestamp)
-                    existing = connection.execute(
-                        select(events.c.id, events.c.timestamp, events.c.payload_hash).where(
-                            events.c.dedupe_key == draft.dedupe_key
-                        )
-                    ).one()
-            except OperationalError as exc:
-                if attempt == 2 or self._dialect == "sqlite":
+                inserted, existing = self._insert_event(row, draft.dedupe_key)
+            except self._driver_errors as exc:
+                self._drop_emission_connection()
+                if attempt == 2 or self._dialect == "sqlite" or not self._transient(exc):
                     raise StoreError(f"store {self._url}: cannot record the event: {self._describe_failure(exc)}") from exc
-                continue
-            except SQLAlchemyError as exc:
-                raise StoreError(f"store {self._url}: cannot record the event: {self._describe_failure(exc)}") from exc
-            if existing.payload_hash != draft.payload_hash:
+                continue  # a lost connection: the dedupe identity makes the retry safe
+            if inserted is not None:
+                return EmissionReceipt(int(inserted), draft.timestamp)
+            existing_id, existing_timestamp, existing_hash = existing
+            if existing_hash != draft.payload_hash:
                 raise EmissionError(
                     "emit: dedupe_key was already used for a different event (asset, key, date or extra differ); "
                     "a dedupe key identifies exactly one event"
                 )
-            return EmissionReceipt(int(existing.id), _utc(existing.timestamp), duplicate=True)  # type: ignore[arg-type]
+            return EmissionReceipt(int(existing_id), _utc(existing_timestamp), duplicate=True)  # type: ignore[arg-type]
         raise AssertionError("unreachable")
+
+    def _emission_connection(self) -> Any:
+        """A DBAPI connection of this thread's own, outside the pool.
+
+        Emission commits one event per call; skipping pool checkout and
+        statement construction keeps it close to the driver's own speed.
+        """
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            if self._dialect == "sqlite":
+                connection = sqlite3.connect(
+                    self._sqlite_path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+                ) if self._sqlite_path else self._engine.raw_connection().driver_connection
+                _configure_sqlite(connection)
+            else:
+                import psycopg
+
+                connection = psycopg.connect(self._psycopg_conninfo, connect_timeout=10)
+            self._local.connection = connection
+            with self._emission_lock:
+                self._emission_connections.append(connection)
+        return connection
+
+    def _drop_emission_connection(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        self._local.connection = None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                connection.close()
+
+    def _insert_event(self, row: tuple[Any, ...], dedupe_key: str) -> tuple[Any, Any]:
+        connection = self._emission_connection()
+        if self._dialect == "sqlite":
+            cursor = connection.cursor()
+            try:
+                cursor.execute("BEGIN IMMEDIATE")
+                found = cursor.execute(self._event_insert_sql, row).fetchone()
+                existing = None if found is not None else cursor.execute(self._event_lookup_sql, (dedupe_key,)).fetchone()
+                cursor.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    cursor.execute("ROLLBACK")
+                raise
+            finally:
+                cursor.close()
+        else:
+            try:
+                with connection.cursor() as cursor:
+                    found = cursor.execute(self._event_insert_sql, row).fetchone()
+                    existing = None if found is not None else cursor.execute(self._event_lookup_sql, (dedupe_key,)).fetchone()
+                connection.commit()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    connection.rollback()
+                raise
+        return (None if found is None else found[0]), existing
+
+    def _transient(self, exc: BaseException) -> bool:
+        import psycopg
+
+        return isinstance(exc, psycopg.OperationalError)
 
     def list_events(
         self,
@@ -647,6 +726,11 @@ class SqlStore:
         return ()
 
     def close(self) -> None:
+        with self._emission_lock:
+            connections, self._emission_connections = self._emission_connections, []
+        for connection in connections:
+            with contextlib.suppress(Exception):
+                connection.close()
         self._engine.dispose()
 
     def __repr__(self) -> str:
