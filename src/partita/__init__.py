@@ -11,6 +11,7 @@ from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import (
     ConfigurationError,
     DefinitionError,
+    DiscoveryError,
     EmissionError,
     EntryLoadError,
     ExecutionError,
@@ -21,6 +22,7 @@ from partita.errors import (
     PolicyError,
     SelectionError,
     StoreError,
+    UnknownPartitionError,
     UnknownRunError,
 )
 from partita.events.emission import emit
@@ -58,7 +60,9 @@ from partita.partitions import (
     MonthlyPartitionDef,
     MultiPartitionDef,
     MultiPartitionKey,
+    PartitionAtRuntime,
     PartitionDef,
+    PartitionKey,
     StaticPartitionDef,
 )
 from partita.planning.plan import FlowPlan, TaskPlan
@@ -97,6 +101,7 @@ __all__ = [
     "ConfigurationError",
     "DatePartitionDef",
     "DefinitionError",
+    "DiscoveryError",
     "EmissionError",
     "EmissionReceipt",
     "EntryLoadError",
@@ -129,8 +134,10 @@ __all__ = [
     "MultiPartitionKey",
     "OpenCircuit",
     "PartitaError",
+    "PartitionAtRuntime",
     "PartitionDef",
     "PartitionGroup",
+    "PartitionKey",
     "PartitionedOutputs",
     "PlanningError",
     "PolicyError",
@@ -157,11 +164,12 @@ __all__ = [
     "SystemClock",
     "TaskPlan",
     "TaskResult",
+    "UnknownPartitionError",
     "UnknownRunError",
     "asset",
     "default_registry",
     "emit",
-    "publish_event",
     "open_store",
+    "publish_event",
     "run",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "PartitaError",
     "DefinitionError",
+    "DiscoveryError",
     "SelectionError",
     "PlanningError",
     "ConfigurationError",
@@ -21,6 +22,7 @@ __all__ = [
     "MaterializationError",
     "MissingStoreError",
     "StoreError",
+    "UnknownPartitionError",
     "UnknownRunError",
 ]
 
@@ -107,3 +109,16 @@ class EmissionError(PartitaError):
     """An asset event cannot be published: bad arguments, wrong place, or a dedupe conflict."""
 
     exit_code = 2
+
+
+class DiscoveryError(PartitaError):
+    """A discovering producer declared keys against its domain's rules (``allowed``, ``max_keys``, outputs).
+
+    Raised inside the producer's attempt, which fails; no downstream work starts.
+    """
+
+    exit_code = 1
+
+
+class UnknownPartitionError(ConfigurationError):
+    """A runtime domain's registry does not know the given key."""

@@ -25,14 +25,15 @@ from partita.cli.common import (
     emit_json,
     handles_errors,
     opened_store,
+    reading_store,
     store_options,
 )
 from partita.cli.entry import load_entry
 from partita.cli.events import events
 from partita.cli.progress import ProgressDisplay, ResultCapture
-from partita.cli.render import render_assets, render_partitions, render_plan, render_result
+from partita.cli.render import render_assets, render_known_partitions, render_partitions, render_plan, render_result
 from partita.cli.runs import runs
-from partita.errors import ConfigurationError
+from partita.errors import ConfigurationError, UnknownPartitionError
 from partita.flow import Flow
 from partita.planning.plan import FlowPlan, describe_asset
 from partita.results.model import RunResult, RunStatus
@@ -122,18 +123,63 @@ def assets(entry: str, targets: tuple[str, ...], as_json: bool) -> None:
     render_assets(Console(), closure, flow.targets)
 
 
-@cli.command()
+class _PartitionsGroup(click.Group):
+    """``partitions ENTRY`` describes definitions; ``partitions retire NAME KEY`` is a subcommand."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["describe", *args]
+        return super().parse_args(ctx, args)
+
+
+@cli.group(cls=_PartitionsGroup)
+def partitions() -> None:
+    """Partition definitions (ENTRY), and the known keys of runtime domains.
+
+    \b
+    partitions ENTRY [--target ASSET] [--domain NAME] [--json]
+    partitions retire NAME KEY [--store URL]
+    """
+
+
+def _runtime_domain(name: str) -> str:
+    return name if name.startswith("runtime:") else f"runtime:{name}"
+
+
+@partitions.command("describe", hidden=True)
 @_entry_argument
+@click.option(
+    "--domain", "domain_name", metavar="NAME", default=None,
+    help="List the known keys of this runtime domain (from the store) instead of describing definitions.",
+)
+@click.option(
+    "--store", "store_url", metavar="URL", default=None,
+    help="Run-history store for --domain (default: $PARTITA_STORE, else sqlite:///.partita/partita.db).",
+)
 @_json_option
 @handles_errors
-def partitions(entry: str, targets: tuple[str, ...], as_json: bool) -> None:
+def describe_partitions(
+    entry: str, targets: tuple[str, ...], domain_name: str | None, store_url: str | None, as_json: bool
+) -> None:
     """Describe the partition definitions of ENTRY's assets.
 
     Reports kind, domain, key format and range support; it never enumerates
-    a catalog of keys and runs no asset body.
+    a catalog of keys and runs no asset body. With --domain it lists the keys
+    a runtime domain's producer has discovered (active or retired).
     """
     flow = _entry_flow(entry, targets)
     closure = flow.closure()
+    if domain_name is not None:
+        domain = _runtime_domain(domain_name)
+        if not any(d.partition_def is not None and d.partition_def.domain == domain for d in closure):
+            raise ConfigurationError(f"no asset of {entry!r} is in the runtime domain {domain}")
+        with reading_store(store_url) as store:
+            known = [] if store is None else store.list_partitions(domain)
+        if as_json:
+            emit_document("partitions", {"domain": domain, "keys": [record.to_dict() for record in known]})
+            return
+        render_known_partitions(Console(), domain, known)
+        return
     if as_json:
         described = [
             {"asset": definition.name, "partition": definition.partition_def.describe()}
@@ -143,6 +189,28 @@ def partitions(entry: str, targets: tuple[str, ...], as_json: bool) -> None:
         emit_document("partitions", {"assets": described})
         return
     render_partitions(Console(), closure)
+
+
+@partitions.command("retire")
+@click.argument("name")
+@click.argument("key")
+@click.option(
+    "--store", "store_url", metavar="URL", default=None,
+    help="Run-history store (default: $PARTITA_STORE, else sqlite:///.partita/partita.db).",
+)
+@_json_option
+@handles_errors
+def retire_partition(name: str, key: str, store_url: str | None, as_json: bool) -> None:
+    """Retire KEY of the runtime domain NAME (discovering it again reactivates it)."""
+    domain = _runtime_domain(name)
+    with reading_store(store_url) as store:
+        if store is None:
+            raise UnknownPartitionError(f"domain {domain} has no known partitions: no run-history store exists yet")
+        record = store.retire_partition(domain, key)
+    if as_json:
+        emit_document("partition-retired", {"domain": domain, "partition": record.to_dict()})
+        return
+    Console().print(f"retired a partition of {domain} (last seen {record.last_seen:%Y-%m-%d %H:%M:%S})", highlight=False)
 
 
 def _make_plan(
@@ -212,7 +280,7 @@ def run(
     # The store opens before approval: an unusable store stops here (exit 4).
     with opened_store(store_url, no_store) as store:
         render_plan(err, flow_plan)
-        if not yes and not click.confirm(f"Run {flow_plan.attempt_count} attempts?", default=False, err=True):
+        if not yes and not click.confirm(f"Run {_attempts_phrase(flow_plan)}?", default=False, err=True):
             err.print("Declined; nothing ran.")
             return
         capture = ResultCapture()
@@ -247,6 +315,12 @@ def _execute(
         if result is not None:
             _report(result, flow_plan, as_json)
         sys.exit(EXIT_INTERRUPTED)
+
+
+def _attempts_phrase(flow_plan: FlowPlan) -> str:
+    if flow_plan.attempt_count is not None:
+        return f"{flow_plan.attempt_count} attempts"
+    return f"{flow_plan.known_attempt_count} attempts, plus the fan-out of the keys discovered while running"
 
 
 def _report(result: RunResult, flow_plan: FlowPlan, as_json: bool) -> None:

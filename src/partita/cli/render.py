@@ -6,6 +6,7 @@ Machine consumers use ``--json``; nothing here is parsed by anyone.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -69,6 +70,13 @@ def render_partitions(console: Console, closure: Sequence[AssetDefinition]) -> N
 
 def _selection_line(plan: FlowPlan) -> str:
     selection = plan.selection
+    if selection.kind is SelectionKind.DISCOVER:
+        bound = getattr(selection.definition, "max_keys", None)
+        limit = "" if bound is None else f", at most {bound}"
+        return (
+            f"selection: discovered at run time by {selection.producer!r} (domain {selection.domain}{limit}); "
+            "every discovered key fans out to the domain's assets"
+        )
     if selection.kind is SelectionKind.UNPARTITIONED:
         return "selection: none (no selected asset is partitioned)"
     if selection.kind is SelectionKind.EMPTY:
@@ -86,15 +94,14 @@ def render_plan(console: Console, plan: FlowPlan) -> None:
             task.name,
             ", ".join(task.deps) or "-",
             _domain(task.definition),
-            str(task.attempt_count),
+            "discovers (1)" if task.discovers else "at run time" if task.attempt_count is None else str(task.attempt_count),
             "-" if task.group is None else str(task.group),
         )
     console.print(table)
     console.print(_selection_line(plan))
     concurrency = plan.options.max_concurrency
-    console.print(
-        f"attempts: {plan.attempt_count}; max concurrency: {'default' if concurrency is None else concurrency}"
-    )
+    attempts = plan.attempt_count if plan.attempt_count is not None else f"{plan.known_attempt_count} + fan-out"
+    console.print(f"attempts: {attempts}; max concurrency: {'default' if concurrency is None else concurrency}")
 
 
 def render_result(console: Console, result: RunResult) -> None:
@@ -118,3 +125,20 @@ def render_result(console: Console, result: RunResult) -> None:
                 console.print(f"[red]{task.asset_name}[/]: {escape(failure.type)}: {escape(failure.message)}")
                 break
     console.print(f"status: {result.status.value} in {result.duration:.2f}s")
+
+
+def render_known_partitions(console: Console, domain: str, known: Sequence[Any]) -> None:
+    if not known:
+        console.print(f"No keys of {escape(domain)} have been discovered yet.", highlight=False)
+        return
+    table = Table(title=f"known partitions of {escape(domain)}", title_justify="left")
+    for column in ("key", "state", "first seen", "last seen"):
+        table.add_column(column)
+    for record in known:
+        table.add_row(
+            escape(record.key),
+            "[yellow]retired[/]" if record.retired else "[green]active[/]",
+            record.first_seen.strftime("%Y-%m-%d %H:%M:%S"),
+            record.last_seen.strftime("%Y-%m-%d %H:%M:%S"),
+        )
+    console.print(table)

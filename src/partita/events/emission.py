@@ -209,8 +209,15 @@ class MemoryEventLog:
             return tuple(self._events)
 
     def events_of_run(self, run_id: str) -> tuple[AssetEvent, ...]:
+        """Events the run published itself (emissions, not discovery events)."""
+        kinds = (SourceKind.ATTEMPT, SourceKind.FLOW)
         with self._lock:
-            return tuple(event for event in self._events if event.source.run_id == run_id)
+            return tuple(event for event in self._events if event.source.run_id == run_id and event.source.kind in kinds)
+
+    def record_discovery(self, domain: str, run_id: str, drafts: list[EventDraft]) -> None:
+        """One event per discovered key; without a store there is no partition registry."""
+        for draft in drafts:
+            self.append(draft)
 
 
 class Emitter:

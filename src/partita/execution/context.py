@@ -6,33 +6,96 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from partita.errors import EmissionError
+from partita.errors import DiscoveryError, EmissionError
 
 if TYPE_CHECKING:
     from partita.events.emission import Emitter
     from partita.events.model import EmissionReceipt
+    from partita.execution.discovery import DiscoveryCollector
     from partita.results.model import RunResult
 
 __all__ = ["AssetContext", "CallbackContext"]
 
 
-@dataclass(frozen=True, slots=True)
 class AssetContext:
-    """Passed to a body that declares a ``context`` parameter.
+    """Passed to a body that declares a ``context`` parameter; read-only.
 
     ``partition_key`` is the normalized key object (``None`` with
     ``partition_key_present=False`` for an unpartitioned asset; a present key
     may itself be falsey, such as ``0`` or ``""``). ``invocation_number``
-    starts at 1 and grows with each retry of the same attempt.
+    starts at 1 and grows with each retry of the same attempt. A discovering
+    producer of a runtime domain declares its keys with `add_partition` or
+    one ``partition_keys = [...]`` assignment.
     """
+
+    __slots__ = (
+        "asset_name",
+        "run_id",
+        "partition_key",
+        "partition_key_present",
+        "invocation_number",
+        "logger",
+        "emitter",
+        "_discovery",
+    )
 
     asset_name: str
     run_id: str
     partition_key: Any
     partition_key_present: bool
     invocation_number: int
-    logger: logging.Logger = field(repr=False)
-    emitter: Emitter | None = field(default=None, repr=False, compare=False)
+    logger: logging.Logger
+    emitter: Emitter | None
+
+    def __init__(
+        self,
+        asset_name: str,
+        run_id: str,
+        partition_key: Any,
+        partition_key_present: bool,
+        invocation_number: int,
+        logger: logging.Logger,
+        emitter: Emitter | None = None,
+        discovery: DiscoveryCollector | None = None,
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "asset_name", asset_name)
+        set_(self, "run_id", run_id)
+        set_(self, "partition_key", partition_key)
+        set_(self, "partition_key_present", partition_key_present)
+        set_(self, "invocation_number", invocation_number)
+        set_(self, "logger", logger)
+        set_(self, "emitter", emitter)
+        set_(self, "_discovery", discovery)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "partition_keys":
+            self._collector().assign(value)
+            return
+        raise AttributeError(f"AssetContext is read-only; {name!r} cannot be set")
+
+    def __repr__(self) -> str:
+        return (
+            f"AssetContext(asset_name={self.asset_name!r}, run_id={self.run_id!r}, "
+            f"partition_key_present={self.partition_key_present}, invocation_number={self.invocation_number})"
+        )
+
+    def _collector(self) -> DiscoveryCollector:
+        if self._discovery is None:
+            raise DiscoveryError(
+                f"asset {self.asset_name!r} is not a discovering producer: only the asset of a PartitionAtRuntime "
+                "domain without an upstream in that domain declares keys (and only when the run discovers)"
+            )
+        return self._discovery
+
+    def add_partition(self, key: Any, extra: Any = None) -> None:
+        """Declare a discovered key (a string or `PartitionKey`) with optional event ``extra``."""
+        self._collector().add(key, extra)
+
+    @property
+    def partition_keys(self) -> tuple[Any, ...]:
+        """The keys declared so far (as `PartitionKey` values)."""
+        return self._collector().declared()
 
     def emit(
         self,
@@ -50,6 +113,21 @@ class AssetContext:
         """
         return _emitter_of(self).emit(
             asset, partition_key=partition_key, partition_date=partition_date, extra=extra, dedupe_key=dedupe_key
+        )
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (
+            AssetContext,
+            (
+                self.asset_name,
+                self.run_id,
+                self.partition_key,
+                self.partition_key_present,
+                self.invocation_number,
+                self.logger,
+                self.emitter,
+                self._discovery,
+            ),
         )
 
 

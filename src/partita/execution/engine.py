@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import datetime as dt
+import functools
 import itertools
 import logging
 import os
@@ -29,6 +30,13 @@ from partita.execution.admission import GroupGate, ResourceGate
 from partita.execution.callbacks import CallbackRunner
 from partita.execution.clock import Clock, SystemClock
 from partita.execution.context import AssetContext, CallbackContext
+from partita.execution.discovery import (
+    DiscoveryCollector,
+    FanOut,
+    discovery_event,
+    run_discovering_body,
+    run_discovering_body_async,
+)
 from partita.execution.events import (
     AttemptFinished,
     AttemptRetrying,
@@ -127,6 +135,7 @@ class _Run:
         self._dispatch = self._dispatch_free if not self.gates else self._dispatch_gated
         materialized = any(task.definition.materialization is not None for task in self.tasks)
         self.reuse: OutputReuse | None = OutputReuse(self) if materialized else None
+        self.fan_out: FanOut | None = FanOut(self) if any(task.discovers for task in self.tasks) else None
 
     def _bind_policies(self) -> None:
         for task in self.tasks:
@@ -247,6 +256,8 @@ class _Run:
         blockers = task.blockers.pop(key_index, None)
         if blockers:
             self._skip(task, key_index, SkipReason.DEPENDENCY_FAILED, tuple(blockers))
+        elif task.undiscovered and key_index in task.undiscovered:
+            self._skip(task, key_index, SkipReason.PARTITION_NOT_DISCOVERED, ())
         elif task.skip_when_ready is not None:
             self._skip(task, key_index, task.skip_when_ready, ())
         elif task.group is not None and task.group_position == 0:
@@ -267,6 +278,17 @@ class _Run:
 
     def dispatch(self) -> None:
         self._dispatch()
+
+    def decrement(self, consumer: TaskState, key_index: int, blocker: AttemptResult | None) -> None:
+        self._decrement(consumer, key_index, blocker)
+
+    def became_ready(self, task: TaskState, key_index: int) -> None:
+        self._became_ready(task, key_index)
+
+    def record_discovery(self, task: TaskState, domain: str, declared: tuple[Any, ...], invocation: int) -> None:
+        """Publish one discovery event per key (with its extra) and update the partition registry."""
+        drafts = [discovery_event(self.run_id, task.name, key, invocation) for key in declared]
+        self.event_log.record_discovery(domain, self.run_id, drafts)  # type: ignore[attr-defined]
 
     def _admit_group(self, group: GroupGate) -> None:
         # Admitting can settle attempts at once (an open circuit skips them),
@@ -358,8 +380,15 @@ class _Run:
             invocation += len(self.retry_history.get((task, key_index), ()))
         kwargs = self._inputs_for(task, key_index)
         emitter = self._emitter(task, key_index, invocation)
+        fn = definition.fn
+        collector = None
+        if task.discovers:
+            assert self.fan_out is not None
+            collector = self.fan_out.collector_for(task)
+            runner = run_discovering_body_async if definition.is_async else run_discovering_body
+            fn = functools.partial(runner, definition.fn, collector)
         if definition.context_parameter is not None:
-            kwargs[definition.context_parameter] = self._context(task, key_index, invocation, emitter)
+            kwargs[definition.context_parameter] = self._context(task, key_index, invocation, emitter, collector)
         if self.observers:
             self.observers.emit(
                 AttemptStarted(
@@ -367,22 +396,22 @@ class _Run:
                 )
             )
         if definition.is_async and not self.executor.runs_async_bodies:
-            body = asyncio.get_running_loop().create_task(
-                self._run_async(task, key_index, definition.fn, kwargs, emitter)
-            )
+            body = asyncio.get_running_loop().create_task(self._run_async(task, key_index, fn, kwargs, emitter))
             self.async_bodies.add(body)
             body.add_done_callback(self.async_bodies.discard)
         else:
             self.in_executor += 1
             assert self.drained is not None
             self.drained.clear()
-            self.executor.submit((task, key_index), definition.fn, kwargs, task.name, emitter)
+            self.executor.submit((task, key_index), fn, kwargs, task.name, emitter)
 
     def _inputs_for(self, task: TaskState, key_index: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
         for param, upstream, edge in task.inputs:
             if edge is Edge.SAME_KEY:
                 kwargs[param] = upstream.outputs[key_index]
+            elif edge is Edge.DISCOVERY:
+                kwargs[param] = upstream.discovered_outputs[key_index]  # type: ignore[index]
             elif edge is Edge.GATHER:
                 assert upstream.definition.partition_def is not None
                 kwargs[param] = PartitionedOutputs(upstream.definition.partition_def, upstream.keys, upstream.outputs)
@@ -407,7 +436,14 @@ class _Run:
             role,
         )
 
-    def _context(self, task: TaskState, key_index: int, invocation: int, emitter: Emitter) -> AssetContext:
+    def _context(
+        self,
+        task: TaskState,
+        key_index: int,
+        invocation: int,
+        emitter: Emitter,
+        discovery: DiscoveryCollector | None = None,
+    ) -> AssetContext:
         if task.logger is None:
             task.logger = logging.getLogger(f"partita.asset.{task.name}")
         return AssetContext(
@@ -418,6 +454,7 @@ class _Run:
             invocation_number=invocation,
             logger=task.logger,
             emitter=emitter,
+            discovery=discovery,
         )
 
     async def _run_async(
@@ -474,6 +511,13 @@ class _Run:
         token = (task, key_index)
         number = 1 if not self.retry_history else 1 + len(self.retry_history.get(token, ()))
         invocations = self._invocations(token, Invocation(number, started, finished, True))
+        if task.discovers:
+            assert self.fan_out is not None
+            try:
+                output = self.fan_out.accept(task, output, number)
+            except PartitaError as exc:
+                self.fail_reuse(task, key_index, exc, invocations)
+                return
         if self.reuse is not None and task.definition.materialization is not None:
             self.reuse.commit(task, key_index, output, invocations)
             return
@@ -667,8 +711,11 @@ class _Run:
             elif edge is Edge.FAN_OUT:
                 for consumer_key in range(consumer.size):
                     self._decrement(consumer, consumer_key, blocker)
-            else:
+            elif edge is not Edge.DISCOVERY:
                 self._decrement(consumer, 0, blocker)
+        if task.discovers:
+            assert self.fan_out is not None
+            self.fan_out.after_producer(task, result)
         if self.remaining == 0 and self.done is not None and not self.done.done():
             self.done.set_result(None)
 
@@ -707,7 +754,9 @@ class _Run:
                     any_failed = True
                 elif attempt.status is AttemptStatus.CANCELLED:
                     any_cancelled = True
-            empty_reason = SkipReason.NO_PARTITION_KEYS if task.partitioned and task.size == 0 else None
+            empty_reason = None
+            if task.partitioned and task.size == 0:
+                empty_reason = task.empty_reason or SkipReason.NO_PARTITION_KEYS
             tasks[task.name] = TaskResult(task.name, task.partitioned, attempts, empty_reason)
         status = RunStatus.CANCELLED if any_cancelled else RunStatus.FAILED if any_failed else RunStatus.SUCCESS
         return RunResult(
@@ -721,6 +770,7 @@ class _Run:
             callback_errors=tuple(self.callbacks.errors) if self.callbacks is not None else (),
             events=self.event_log.events_of_run(self.run_id) if self.receipts else (),  # type: ignore[attr-defined]
             receipts=tuple(self.receipts),
+            discoveries={} if self.fan_out is None else dict(self.fan_out.discoveries),
         )
 
 

@@ -25,6 +25,7 @@ class Edge(enum.Enum):
     FAN_OUT = 2  # unpartitioned -> partitioned: the one output feeds every key
     GATHER = 3  # partitioned -> unpartitioned: every key feeds the one attempt
     SINGLE = 4  # unpartitioned -> unpartitioned
+    DISCOVERY = 5  # discovering producer -> its domain: key k receives the producer's output for k
 
 
 @dataclass(slots=True, eq=False)
@@ -51,6 +52,17 @@ class TaskState:
     group_position: int = -1
     # Materialized tasks: each key's committed or loaded materialization id.
     materialization_ids: list[str | None] | None = None
+    # Runtime domains: the producer discovers; deferred tasks get their keys from it.
+    discovers: bool = False
+    deferred: bool = False
+    upstreams: list[tuple[TaskState, Edge]] = field(default_factory=list)
+    # The producer's output for each key position of its domain's tasks.
+    discovered_outputs: list[Any] | None = None
+    discovered_keys: tuple[Any, ...] = ()
+    # Selected keys the producer did not discover (skipped, not run).
+    undiscovered: set[int] = field(default_factory=set)
+    # Why a partitioned task without attempts was skipped (default: nothing selected).
+    empty_reason: SkipReason | None = None
 
     @property
     def name(self) -> str:
@@ -60,10 +72,12 @@ class TaskState:
 def build_graph(plan: FlowPlan) -> list[TaskState]:
     """Task states in plan order with edges and initial pending counts."""
     keys = plan.selection.keys
+    discovering = plan.selection.kind is SelectionKind.DISCOVER
     tasks: list[TaskState] = []
     by_name: dict[str, TaskState] = {}
     for index, task_plan in enumerate(plan.tasks):
-        size = len(keys) if task_plan.partitioned else 1
+        deferred = discovering and task_plan.partitioned
+        size = 0 if deferred else len(keys) if task_plan.partitioned else 1
         task = TaskState(
             index=index,
             definition=task_plan.definition,
@@ -73,6 +87,8 @@ def build_graph(plan: FlowPlan) -> list[TaskState]:
             pending=[0] * size,
             outputs=[None] * size,
             results=[None] * size,
+            discovers=task_plan.discovers,
+            deferred=deferred,
         )
         tasks.append(task)
         by_name[task.name] = task
@@ -81,14 +97,18 @@ def build_graph(plan: FlowPlan) -> list[TaskState]:
         params = {upstream: param for param, upstream in task.definition.inputs}
         for dep in task.definition.deps:
             upstream = by_name[dep]
-            if upstream.partitioned:
+            if upstream.discovers and task.partitioned:
+                edge = Edge.DISCOVERY
+            elif upstream.partitioned:
                 edge = Edge.SAME_KEY if task.partitioned else Edge.GATHER
             else:
                 edge = Edge.FAN_OUT if task.partitioned else Edge.SINGLE
             upstream.consumers.append((task, edge))
+            task.upstreams.append((upstream, edge))
             if dep in params:
                 task.inputs.append((params[dep], upstream, edge))
-            weight = upstream.size if edge is Edge.GATHER else 1
+            # Until discovery, a deferred upstream counts as one pending input.
+            weight = (1 if upstream.deferred else upstream.size) if edge is Edge.GATHER else 1
             for key_index in range(task.size):
                 task.pending[key_index] += weight
             if empty and edge is Edge.GATHER:

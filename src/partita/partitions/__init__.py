@@ -2,6 +2,7 @@
 
 from partita.partitions.base import PartitionDef
 from partita.partitions.multi import MultiPartitionDef, MultiPartitionKey
+from partita.partitions.runtime import PartitionAtRuntime, PartitionKey
 from partita.partitions.static import StaticPartitionDef
 from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
 
@@ -11,6 +12,8 @@ __all__ = [
     "MonthlyPartitionDef",
     "MultiPartitionDef",
     "MultiPartitionKey",
+    "PartitionAtRuntime",
     "PartitionDef",
+    "PartitionKey",
     "StaticPartitionDef",
 ]

@@ -61,12 +61,18 @@ class TaskPlan:
     name: str
     deps: tuple[str, ...]
     partitioned: bool
-    attempt_count: int
+    #: None for assets fanned out from keys discovered at run time.
+    attempt_count: int | None
     group: int | None
     definition: AssetDefinition = field(repr=False, compare=False)
+    #: True for the discovering producer of a runtime domain (one attempt, no key).
+    discovers: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {**describe_asset(self.definition), "attempt_count": self.attempt_count, "group": self.group}
+        document = {**describe_asset(self.definition), "attempt_count": self.attempt_count, "group": self.group}
+        if self.discovers:
+            document["discovers"] = True
+        return document
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +120,15 @@ class FlowPlan:
     registry: AssetRegistry = field(repr=False, compare=False)
 
     @property
-    def attempt_count(self) -> int:
-        return sum(task.attempt_count for task in self.tasks)
+    def attempt_count(self) -> int | None:
+        """Planned attempts; None when a runtime domain's keys are discovered while running."""
+        counts = [task.attempt_count for task in self.tasks]
+        return None if any(count is None for count in counts) else sum(counts)  # type: ignore[misc]
+
+    @property
+    def known_attempt_count(self) -> int:
+        """Attempts known before running (the discovering producer's, for a runtime domain)."""
+        return sum(task.attempt_count or 0 for task in self.tasks)
 
     @property
     def selection_kind(self) -> SelectionKind:
@@ -126,7 +139,7 @@ class FlowPlan:
         return self.selection.domain
 
     @property
-    def key_count(self) -> int:
+    def key_count(self) -> int | None:
         return self.selection.key_count
 
     @property
@@ -146,11 +159,7 @@ class FlowPlan:
             "schema": PLAN_SCHEMA,
             "version": PLAN_VERSION,
             "targets": list(self.targets),
-            "selection": {
-                "kind": self.selection.kind.value,
-                "domain": self.selection.domain,
-                "key_count": self.selection.key_count,
-            },
+            "selection": self._selection_document(),
             "attempt_count": self.attempt_count,
             "tasks": [task.to_dict() for task in self.tasks],
             "groups": [
@@ -159,6 +168,22 @@ class FlowPlan:
             "resources": [resource.to_dict() for resource in self.resources],
             "options": {"max_concurrency": self.options.max_concurrency},
         }
+
+    def _selection_document(self) -> dict[str, Any]:
+        selection = self.selection
+        document: dict[str, Any] = {
+            "kind": selection.kind.value,
+            "domain": selection.domain,
+            "key_count": selection.key_count,
+        }
+        if selection.producer is not None:
+            definition = selection.definition
+            document["runtime"] = {
+                "producer": selection.producer,
+                "keys_known_at": "run time" if selection.kind is SelectionKind.DISCOVER else "plan time",
+                "max_keys": getattr(definition, "max_keys", None),
+            }
+        return document
 
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
@@ -179,6 +204,17 @@ def _plan_resources(
             )
         users.setdefault(definition.resource, []).append(definition.name)
     return tuple(ResourcePlan(name, resources[name], tuple(assets)) for name, assets in users.items())
+
+
+def _discovers(definition: AssetDefinition, selection: Selection) -> bool:
+    """The runtime producer discovers unless the run deliberately selects no partitions."""
+    return definition.name == selection.producer and selection.kind is not SelectionKind.EMPTY
+
+
+def _attempts(definition: AssetDefinition, selection: Selection) -> int | None:
+    if not definition.partitioned or _discovers(definition, selection):
+        return 1  # a discovering producer runs once per run
+    return selection.key_count
 
 
 def build_plan(
@@ -202,10 +238,11 @@ def build_plan(
         TaskPlan(
             name=definition.name,
             deps=definition.deps,
-            partitioned=definition.partitioned,
-            attempt_count=selection.key_count if definition.partitioned else 1,
+            partitioned=definition.partitioned and not _discovers(definition, selection),
+            attempt_count=_attempts(definition, selection),
             group=group_of.get(definition.name),
             definition=definition,
+            discovers=_discovers(definition, selection),
         )
         for definition in closure
     )

@@ -26,6 +26,7 @@ class SelectionKind(enum.Enum):
     RANGE = "range"
     EMPTY = "empty"
     UNPARTITIONED = "unpartitioned"
+    DISCOVER = "discover"  # a runtime domain: the producer declares the keys while the run executes
 
 
 class KeySource(enum.Enum):
@@ -43,10 +44,19 @@ class Selection:
     domain: str | None
     keys: tuple[Any, ...] = field(repr=False)
     definition: PartitionDef | None = field(repr=False, compare=False)
+    #: The discovering producer of a runtime domain (None for other domains).
+    producer: str | None = None
 
     @property
-    def key_count(self) -> int:
+    def key_count(self) -> int | None:
+        """Selected keys; None when the producer discovers them at run time."""
+        if self.kind is SelectionKind.DISCOVER:
+            return None
         return len(self.keys)
+
+    @property
+    def runtime(self) -> bool:
+        return self.producer is not None
 
 
 def select_partitions(
@@ -65,6 +75,10 @@ def select_partitions(
         raise SelectionError(
             f"choose exactly one selection form: {' and '.join(forms)} cannot be combined"
         )
+    producer = _runtime_producer(partitioned, domain)
+    if producer is not None and not forms:
+        # The discovering producer is the deliberate choice of keys.
+        return Selection(SelectionKind.DISCOVER, domain, (), producer.partition_def, producer.name)
     if not forms:
         names = ", ".join(repr(definition.name) for definition in partitioned)
         raise SelectionError(
@@ -73,8 +87,9 @@ def select_partitions(
         )
     primary = partitioned[0]
     assert primary.partition_def is not None
+    producer_name = None if producer is None else producer.name
     if config.empty_partitions:
-        return Selection(SelectionKind.EMPTY, domain, (), primary.partition_def)
+        return Selection(SelectionKind.EMPTY, domain, (), primary.partition_def, producer_name)
     if config.partition_range is not None:
         keys = _range_keys(primary, config.partition_range, source)
         kind = SelectionKind.RANGE
@@ -85,7 +100,22 @@ def select_partitions(
     for other in partitioned[1:]:
         if other.partition_def is not primary.partition_def:
             _check_accepted(other, keys)
-    return Selection(kind, domain, keys, primary.partition_def)
+    return Selection(kind, domain, keys, primary.partition_def, producer_name)
+
+
+def _runtime_producer(partitioned: list[AssetDefinition], domain: str) -> AssetDefinition | None:
+    """The one asset of a runtime domain without an upstream in that domain (None for other domains)."""
+    if not domain.startswith("runtime:"):
+        return None
+    members = {definition.name for definition in partitioned}
+    producers = [definition for definition in partitioned if not any(dep in members for dep in definition.deps)]
+    if len(producers) != 1:
+        names = ", ".join(repr(definition.name) for definition in producers)
+        raise PlanningError(
+            f"runtime domain {domain} needs exactly one discovering producer (an asset of the domain without an "
+            f"upstream in it); the selection has {len(producers)}: {names}"
+        )
+    return producers[0]
 
 
 def _single_domain(partitioned: list[AssetDefinition]) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from partita.events.model import AssetEvent, EmissionReceipt
+    from partita.partitions.runtime import PartitionKey
     from partita.planning.plan import FlowPlan
 
 __all__ = [
@@ -218,10 +219,13 @@ class RunResult:
     events: tuple[AssetEvent, ...] = ()
     #: Every receipt `emit` returned during the run, duplicates included.
     receipts: tuple[EmissionReceipt, ...] = ()
+    #: Discovering producer -> the keys it declared, in discovery order.
+    discoveries: Mapping[str, tuple[PartitionKey, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", MappingProxyType(dict(self.tasks)))
         object.__setattr__(self, "resources", MappingProxyType(dict(self.resources)))
+        object.__setattr__(self, "discoveries", MappingProxyType(dict(self.discoveries)))
 
     def __repr__(self) -> str:
         # A summary: a full repr of a 300,000-attempt run would be enormous.
@@ -276,6 +280,18 @@ class RunResult:
         """
         task = self._partitioned_task(asset_name)
         return tuple(attempt.partition_key for attempt in task.attempts if attempt.status is AttemptStatus.FAILED)
+
+    def discovered_partition_keys(self, asset_name: str) -> tuple[str, ...]:
+        """The keys a discovering producer declared in this run, in discovery order.
+
+        Unknown asset: ``KeyError``; an asset that did not discover: ``ValueError``.
+        """
+        if asset_name not in self.tasks:
+            raise KeyError(asset_name)
+        declared = self.discoveries.get(asset_name)
+        if declared is None:
+            raise ValueError(f"asset {asset_name!r} did not discover partitions in this run")
+        return tuple(key.key for key in declared)
 
     def circuit_skipped_partition_keys(self, asset_name: str) -> tuple[Any, ...]:
         """Keys skipped because their resource's circuit opened, in attempt order.

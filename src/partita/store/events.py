@@ -15,6 +15,10 @@ class StoreEventLog:
     def append(self, draft: EventDraft) -> EmissionReceipt:
         return self._store.record_event(draft)
 
+    def record_discovery(self, domain: str, run_id: str, drafts: list[EventDraft]) -> None:
+        """Discovery events and the partition registry update, in one transaction."""
+        self._store.record_discovery(domain, run_id, drafts)
+
     def events_of_run(self, run_id: str) -> tuple[AssetEvent, ...]:
         """Events the run published itself (not its outlet events)."""
         kinds = (SourceKind.ATTEMPT, SourceKind.FLOW)

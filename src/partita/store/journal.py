@@ -62,6 +62,8 @@ class StoreJournal:
         definition = plan.selection.definition
         if self._record_keys and definition is not None:
             self._key_text = definition.format_key
+        # Discovery events announce a producer's keys; it gets no unkeyed outlet event.
+        self._producers = {task.name for task in plan.tasks if task.discovers}
         self._formats = {
             task.name: task.definition.partition_def.format_key
             for task in plan.tasks
@@ -118,7 +120,7 @@ class StoreJournal:
                 if self._retries:
                     self._retries.pop(key, None)
                 record = attempt_record_of(attempt, self._key_text)
-                if attempt.status is AttemptStatus.SUCCESS:
+                if attempt.status is AttemptStatus.SUCCESS and attempt.asset_name not in self._producers:
                     # The outlet event joins the transaction that records the success.
                     (update_outlets if key in written else fresh_outlets).append(self._outlet(attempt))
             elif type(event) is AttemptRetrying or (event.asset_name, event.index) not in finished:

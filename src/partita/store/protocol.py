@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, SourceKind
 from partita.results.record import AttemptRecord, RunHeader, TaskRecord
 
-__all__ = ["RunEnd", "RunStart", "Store", "StoredRun"]
+__all__ = ["PartitionRecord", "RunEnd", "RunStart", "Store", "StoredRun"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +62,35 @@ class StoredRun:
         return None if finished is None else (finished - self.header.started_at).total_seconds()
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionRecord:
+    """One key of a runtime domain as the registry knows it."""
+
+    domain: str
+    key: str
+    first_seen: dt.datetime
+    last_seen: dt.datetime
+    retired: bool
+    retired_at: dt.datetime | None = None
+    reactivated_at: dt.datetime | None = None
+    last_run_id: str | None = None
+
+    @property
+    def state(self) -> str:
+        return "retired" if self.retired else "active"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "state": self.state,
+            "first_seen": self.first_seen.isoformat(),
+            "last_seen": self.last_seen.isoformat(),
+            "retired_at": None if self.retired_at is None else self.retired_at.isoformat(),
+            "reactivated_at": None if self.reactivated_at is None else self.reactivated_at.isoformat(),
+            "last_run_id": self.last_run_id,
+        }
+
+
 @runtime_checkable
 class Store(Protocol):
     """Durable run history shared by every process that opens the same URL."""
@@ -104,6 +133,14 @@ class Store(Protocol):
     ) -> list[AssetEvent]: ...
 
     def record_heartbeat(self, run_id: str, at: float) -> None: ...
+
+    def record_discovery(self, domain: str, run_id: str, drafts: Sequence[EventDraft]) -> None:
+        """Discovery events plus the partition registry update, in one transaction."""
+        ...
+
+    def list_partitions(self, domain: str) -> list[PartitionRecord]: ...
+
+    def retire_partition(self, domain: str, key: str) -> PartitionRecord: ...
 
     def record_run_finished(self, end: RunEnd) -> None: ...
 

@@ -22,10 +22,21 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-__all__ = ["KNOWN_REVISIONS", "SCHEMA_HEAD", "VERSION_TABLE", "attempts", "events", "invocations", "metadata", "runs"]
+__all__ = [
+    "KNOWN_REVISIONS",
+    "SCHEMA_HEAD",
+    "VERSION_TABLE",
+    "attempts",
+    "events",
+    "invocations",
+    "metadata",
+    "partition_history",
+    "partitions",
+    "runs",
+]
 
 #: Every migration revision this version ships, oldest first.
-KNOWN_REVISIONS = ("0001", "0002")
+KNOWN_REVISIONS = ("0001", "0002", "0003")
 SCHEMA_HEAD = KNOWN_REVISIONS[-1]
 #: Alembic's bookkeeping table, named for partita so a database shared with
 #: another Alembic-managed application keeps both histories apart.
@@ -43,8 +54,8 @@ runs = Table(
     Column("targets", Text, nullable=False),  # JSON list
     Column("selection_kind", String(16), nullable=False),
     Column("domain", Text),
-    Column("key_count", Integer, nullable=False),
-    Column("attempt_count", Integer, nullable=False),
+    Column("key_count", Integer),  # null: keys discovered at run time
+    Column("attempt_count", Integer),  # null: fan-out decided at run time
     Column("plan", Text, nullable=False),  # the portable plan document (no raw keys)
     Column("summary", Text),  # JSON: resources, callback errors
     Column("record_partition_keys", Boolean, nullable=False),
@@ -112,4 +123,29 @@ events = Table(
     Index("ix_partita_events_asset_id", "asset", "id"),
     Index("ix_partita_events_asset_key", "asset", "partition_key"),
     Index("ix_partita_events_run", "source_run_id"),
+)
+
+partitions = Table(
+    "partita_partitions",
+    metadata,
+    Column("domain", Text, primary_key=True),
+    Column("partition_key", Text, primary_key=True),
+    Column("first_seen", Float, nullable=False),
+    Column("last_seen", Float, nullable=False),
+    Column("retired", Boolean, nullable=False),
+    Column("retired_at", Float),
+    Column("reactivated_at", Float),
+    Column("last_run_id", String(64)),
+)
+
+partition_history = Table(
+    "partita_partition_history",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    Column("domain", Text, nullable=False),
+    Column("partition_key", Text, nullable=False),
+    Column("action", String(16), nullable=False),  # retired | reactivated
+    Column("at", Float, nullable=False),
+    Column("run_id", String(64)),
+    Index("ix_partita_partition_history_key", "domain", "partition_key", "id"),
 )

@@ -26,13 +26,30 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from partita.errors import ConfigurationError, EmissionError, MissingStoreError, StoreError, UnknownRunError
+from partita.errors import (
+    ConfigurationError,
+    EmissionError,
+    MissingStoreError,
+    StoreError,
+    UnknownPartitionError,
+    UnknownRunError,
+)
 from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, EventSource, SourceKind
 from partita.results.model import FailureInfo
 from partita.results.record import AttemptRecord, InvocationRecord, RunHeader, TaskRecord
 from partita.store.liveness import owner_is_alive
-from partita.store.protocol import RunEnd, RunStart, StoredRun
-from partita.store.schema import KNOWN_REVISIONS, SCHEMA_HEAD, VERSION_TABLE, attempts, events, invocations, runs
+from partita.store.protocol import PartitionRecord, RunEnd, RunStart, StoredRun
+from partita.store.schema import (
+    KNOWN_REVISIONS,
+    SCHEMA_HEAD,
+    VERSION_TABLE,
+    attempts,
+    events,
+    invocations,
+    partition_history,
+    partitions,
+    runs,
+)
 
 __all__ = ["SqlStore"]
 
@@ -49,11 +66,13 @@ def _utc(timestamp: float | None) -> dt.datetime | None:
 _PG_ARRAY_TYPES = {Float: "float8[]", Integer: "int8[]", Boolean: "bool[]"}
 
 
-def _unnest_upsert(table: Any, keys: tuple[str, ...]) -> str:
+def _unnest_upsert(table: Any, keys: tuple[str, ...], only: set[str] | None = None) -> str:
     """PostgreSQL upsert of a whole batch from column arrays (``unnest``)."""
     names = [column.name for column in table.columns]
     arrays = ", ".join(f"%s::{_PG_ARRAY_TYPES.get(type(column.type), 'text[]')}" for column in table.columns)
-    updates = ", ".join(f"{name} = excluded.{name}" for name in names if name not in keys)
+    updates = ", ".join(
+        f"{name} = excluded.{name}" for name in names if name not in keys and (only is None or name in only)
+    )
     return (
         f"INSERT INTO {table.name} ({', '.join(names)}) SELECT * FROM unnest({arrays}) "
         f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
@@ -76,6 +95,19 @@ def _event_row(draft: EventDraft) -> tuple[Any, ...]:
         source.invocation,
         draft.dedupe_key,
         draft.payload_hash,
+    )
+
+
+def _partition_of(row: Any) -> PartitionRecord:
+    return PartitionRecord(
+        domain=row.domain,
+        key=row.partition_key,
+        first_seen=_utc(row.first_seen),  # type: ignore[arg-type]
+        last_seen=_utc(row.last_seen),  # type: ignore[arg-type]
+        retired=bool(row.retired),
+        retired_at=_utc(row.retired_at),
+        reactivated_at=_utc(row.reactivated_at),
+        last_run_id=row.last_run_id,
     )
 
 
@@ -279,18 +311,25 @@ class SqlStore:
         """
         marker = "%s" if self._dialect == "postgresql" else "?"
 
-        def upsert(table: Any, keys: tuple[str, ...]) -> str:
+        def upsert(table: Any, keys: tuple[str, ...], only: set[str] | None = None) -> str:
             names = [column.name for column in table.columns]
-            updates = ", ".join(f"{name} = excluded.{name}" for name in names if name not in keys)
+            updates = ", ".join(
+                f"{name} = excluded.{name}" for name in names if name not in keys and (only is None or name in only)
+            )
             return (
                 f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join([marker] * len(names))}) "
                 f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
             )
 
+        registry_keys = ("domain", "partition_key")
+        # A rediscovered key keeps its first-seen time and becomes active again.
+        registry_updates = {"last_seen", "last_run_id", "retired"}
         if self._dialect == "postgresql":
+            self._registry_upsert = _unnest_upsert(partitions, registry_keys, registry_updates)
             return _unnest_upsert(attempts, ("run_id", "asset", "idx")), _unnest_upsert(
                 invocations, ("run_id", "asset", "idx", "number")
             )
+        self._registry_upsert = upsert(partitions, registry_keys, registry_updates)
         return upsert(attempts, ("run_id", "asset", "idx")), upsert(invocations, ("run_id", "asset", "idx", "number"))
 
     def _prepare_event_statements(self) -> None:
@@ -561,6 +600,90 @@ class SqlStore:
             query = query.limit(limit)
         with self._failures("list events"), self._engine.connect() as connection:
             return [_event_of(row) for row in connection.execute(query)]
+
+    # -- the partition registry of runtime domains ------------------------------------
+
+    def record_discovery(self, domain: str, run_id: str, drafts: Sequence[EventDraft]) -> None:
+        """Discovery events and the registry update in one transaction.
+
+        New keys get a first-seen time; known keys a new last-seen time; a
+        retired key discovered again becomes active, and that is recorded in
+        the key's history.
+        """
+        now = dt.datetime.now(dt.UTC).timestamp()
+        keys = [draft.partition_key for draft in drafts]
+        with self._failures("record the discovery"), self._write() as connection:
+            if drafts:
+                self._insert(connection, events, [_event_row(draft) for draft in drafts], skip=1)
+            retired = {
+                row[0]
+                for row in connection.execute(
+                    select(partitions.c.partition_key).where(partitions.c.domain == domain, partitions.c.retired)
+                )
+            }
+            rows = [(domain, key, now, now, False, None, None, run_id) for key in keys]
+            if rows:
+                self._upsert(connection, self._registry_upsert, rows)
+            back = [key for key in keys if key in retired]
+            if back:
+                connection.execute(
+                    update(partitions)
+                    .where(partitions.c.domain == domain, partitions.c.partition_key.in_(back))
+                    .values(reactivated_at=now)
+                )
+                connection.execute(
+                    partition_history.insert(),
+                    [
+                        {"domain": domain, "partition_key": key, "action": "reactivated", "at": now, "run_id": run_id}
+                        for key in back
+                    ],
+                )
+
+    def list_partitions(self, domain: str) -> list[PartitionRecord]:
+        """Every key the domain's producers ever discovered, in first-seen order."""
+        query = (
+            select(partitions)
+            .where(partitions.c.domain == domain)
+            .order_by(partitions.c.first_seen, partitions.c.partition_key)
+        )
+        with self._failures("list partitions"), self._engine.connect() as connection:
+            return [_partition_of(row) for row in connection.execute(query)]
+
+    def retire_partition(self, domain: str, key: str) -> PartitionRecord:
+        """Mark a known key retired (recorded in its history); retiring it again changes nothing."""
+        now = dt.datetime.now(dt.UTC).timestamp()
+        with self._failures("retire the partition"), self._write() as connection:
+            row = connection.execute(
+                select(partitions).where(partitions.c.domain == domain, partitions.c.partition_key == key)
+            ).first()
+            if row is None:
+                raise UnknownPartitionError(
+                    f"domain {domain} has no known partition with that key; `partita partitions ENTRY --domain` "
+                    "lists the known keys"
+                )
+            if not row.retired:
+                connection.execute(
+                    update(partitions)
+                    .where(partitions.c.domain == domain, partitions.c.partition_key == key)
+                    .values(retired=True, retired_at=now)
+                )
+                connection.execute(
+                    partition_history.insert().values(domain=domain, partition_key=key, action="retired", at=now)
+                )
+            row = connection.execute(
+                select(partitions).where(partitions.c.domain == domain, partitions.c.partition_key == key)
+            ).one()
+        return _partition_of(row)
+
+    def partition_history(self, domain: str, key: str) -> list[tuple[str, dt.datetime, str | None]]:
+        """(action, time, run id) transitions of one key, oldest first."""
+        query = (
+            select(partition_history.c.action, partition_history.c.at, partition_history.c.run_id)
+            .where(partition_history.c.domain == domain, partition_history.c.partition_key == key)
+            .order_by(partition_history.c.id)
+        )
+        with self._failures("read the partition history"), self._engine.connect() as connection:
+            return [(action, _utc(at), run) for action, at, run in connection.execute(query)]  # type: ignore[misc]
 
     # -- reading -----------------------------------------------------------------
 

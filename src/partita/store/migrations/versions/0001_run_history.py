@@ -23,8 +23,8 @@ def upgrade() -> None:
         sa.Column("targets", sa.Text, nullable=False),
         sa.Column("selection_kind", sa.String(16), nullable=False),
         sa.Column("domain", sa.Text),
-        sa.Column("key_count", sa.Integer, nullable=False),
-        sa.Column("attempt_count", sa.Integer, nullable=False),
+        sa.Column("key_count", sa.Integer),  # null: keys discovered at run time
+        sa.Column("attempt_count", sa.Integer),  # null: fan-out decided at run time
         sa.Column("plan", sa.Text, nullable=False),
         sa.Column("summary", sa.Text),
         sa.Column("record_partition_keys", sa.Boolean, nullable=False),

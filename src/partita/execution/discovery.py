@@ -1,0 +1,254 @@
+"""Discovering producers: collecting the keys a runtime domain finds while running (SPEC §9).
+
+The producer declares keys with ``context.add_partition(key, extra=None)``
+(repeatable) or one ``context.partition_keys = [...]`` assignment. Each key
+is validated when declared (type, length, ``allowed``) and ``max_keys`` is
+enforced as keys arrive, so a violation fails the producer inside its body.
+A key declared twice counts once (its first ``extra`` wins). The body may
+return a mapping of declared key to output; each fanned-out attempt receives
+its key's output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from partita.errors import DiscoveryError
+from partita.events.model import EventDraft, EventSource, SourceKind, now
+from partita.partitions.runtime import PartitionAtRuntime, PartitionKey
+
+__all__ = [
+    "DiscoveryCollector",
+    "DiscoveryOutcome",
+    "FanOut",
+    "discovered_outputs",
+    "discovery_event",
+    "run_discovering_body",
+    "run_discovering_body_async",
+]
+
+
+class DiscoveryCollector:
+    """The keys one producer invocation declares, in declaration order."""
+
+    def __init__(self, definition: PartitionAtRuntime, asset_name: str) -> None:
+        self._definition = definition
+        self._asset_name = asset_name
+        self._keys: dict[str, Mapping[str, Any] | None] = {}
+        self._assigned = False
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"definition": self._definition, "asset_name": self._asset_name, "keys": self._keys, "assigned": self._assigned}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["definition"], state["asset_name"])  # type: ignore[misc]
+        self._keys = dict(state["keys"])
+        self._assigned = state["assigned"]
+
+    def _declare(self, key: Any, extra: Any) -> None:
+        if isinstance(key, PartitionKey):
+            key, extra = key.key, key.extra if extra is None else extra
+        try:
+            key = self._definition.normalize_key(key)
+        except ValueError as exc:
+            raise DiscoveryError(f"asset {self._asset_name!r} declared a key that {self._definition.domain} rejects: {exc}") from None
+        if extra is not None and not isinstance(extra, Mapping):
+            raise DiscoveryError(f"asset {self._asset_name!r}: a discovered key's extra must be a JSON object (a dict)")
+        if key in self._keys:
+            return  # declared twice: one key
+        limit = self._definition.max_keys
+        if limit is not None and len(self._keys) >= limit:
+            raise DiscoveryError(
+                f"asset {self._asset_name!r} declared more than max_keys={limit} keys for {self._definition.domain}"
+            )
+        self._keys[key] = None if extra is None else dict(extra)
+
+    def add(self, key: Any, extra: Any = None) -> None:
+        with self._lock:
+            if self._assigned:
+                raise DiscoveryError(
+                    f"asset {self._asset_name!r} assigned partition_keys already; declare keys one way, not both"
+                )
+            self._declare(key, extra)
+
+    def assign(self, keys: Iterable[Any]) -> None:
+        if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
+            raise DiscoveryError(f"asset {self._asset_name!r}: partition_keys must be a list of keys or PartitionKey values")
+        with self._lock:
+            if self._assigned:
+                raise DiscoveryError(f"asset {self._asset_name!r} assigned partition_keys twice; assign it once")
+            if self._keys:
+                raise DiscoveryError(
+                    f"asset {self._asset_name!r} called add_partition already; declare keys one way, not both"
+                )
+            self._assigned = True
+            for key in keys:
+                self._declare(key, None)
+
+    def declared(self) -> tuple[PartitionKey, ...]:
+        with self._lock:
+            return tuple(PartitionKey(key, extra) for key, extra in self._keys.items())
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryOutcome:
+    """What a producer body left behind: its return value and the keys it declared."""
+
+    output: Any
+    declared: tuple[PartitionKey, ...]
+
+
+def run_discovering_body(fn: Callable[..., Any], collector: DiscoveryCollector, **kwargs: Any) -> Any:
+    """Call a producer body (sync, or async on its own loop in a worker process) and keep its declarations."""
+    output = fn(**kwargs)
+    if inspect.iscoroutine(output):
+        output = asyncio.run(output)
+    return DiscoveryOutcome(output, collector.declared())
+
+
+async def run_discovering_body_async(fn: Callable[..., Any], collector: DiscoveryCollector, **kwargs: Any) -> Any:
+    return DiscoveryOutcome(await fn(**kwargs), collector.declared())
+
+
+def discovered_outputs(asset_name: str, definition: PartitionAtRuntime, keys: tuple[str, ...], output: Any) -> list[Any]:
+    """Per-key outputs from the producer's return value (None, or a mapping over declared keys)."""
+    if output is None:
+        return [None] * len(keys)
+    if not isinstance(output, Mapping):
+        raise DiscoveryError(
+            f"asset {asset_name!r} discovers partitions, so it returns None or a mapping of discovered key to "
+            f"output, not {type(output).__name__}"
+        )
+    position = {key: index for index, key in enumerate(keys)}
+    outputs: list[Any] = [None] * len(keys)
+    for raw_key, value in output.items():
+        key = raw_key.key if isinstance(raw_key, PartitionKey) else raw_key
+        index = position.get(key) if isinstance(key, str) else None
+        if index is None:
+            raise DiscoveryError(
+                f"asset {asset_name!r} returned an output for a key it did not declare; declare every key with "
+                "add_partition or partition_keys"
+            )
+        outputs[index] = value
+    return outputs
+
+
+class FanOut:
+    """Turns a producer's discovered keys into attempts of its domain, in the same run."""
+
+    def __init__(self, run: Any) -> None:
+        self._run = run
+        self.discoveries: dict[str, tuple[PartitionKey, ...]] = {}
+
+    def collector_for(self, task: Any) -> DiscoveryCollector:
+        definition = task.definition.partition_def
+        assert isinstance(definition, PartitionAtRuntime)
+        return DiscoveryCollector(definition, task.name)
+
+    def accept(self, task: Any, outcome: DiscoveryOutcome, invocation: int) -> Any:
+        """Validate the declarations, record the discovery, and return the producer's own output.
+
+        Raises DiscoveryError (the producer fails; no downstream work starts)
+        or a store error.
+        """
+        definition = task.definition.partition_def
+        keys = tuple(declared.key for declared in outcome.declared)
+        task.discovered_keys = outcome.declared
+        task.discovered_outputs = discovered_outputs(task.name, definition, keys, outcome.output)
+        self._run.record_discovery(task, definition.domain, outcome.declared, invocation)
+        self.discoveries[task.name] = outcome.declared
+        return outcome.output
+
+    def after_producer(self, producer: Any, result: Any) -> None:
+        """Size the domain's attempts from the discovery, or release everything waiting on it."""
+        from partita.execution.graph import Edge
+        from partita.results.model import AttemptStatus, SkipReason
+
+        run = self._run
+        if result.status is not AttemptStatus.SUCCESS:
+            for task in run.tasks:
+                if task.deferred:
+                    task.empty_reason = SkipReason.DEPENDENCY_FAILED
+                    for consumer, edge in task.consumers:
+                        if edge is Edge.GATHER:
+                            run.decrement(consumer, 0, result)
+            for consumer, edge in producer.consumers:
+                if edge is Edge.DISCOVERY:
+                    for key_index in range(consumer.size):
+                        run.decrement(consumer, key_index, result)
+            return
+        keys = tuple(declared.key for declared in producer.discovered_keys)
+        outputs = producer.discovered_outputs
+        if any(task.deferred for task in run.tasks):
+            for task in run.tasks:
+                if task.deferred:
+                    self._size(task, keys)
+        else:
+            # Explicit keys narrow the run: attempts exist per selected key;
+            # a selected key the producer did not discover is skipped.
+            position = {key: index for index, key in enumerate(keys)}
+            selected = run.plan.selection.keys
+            producer.discovered_outputs = [outputs[position[key]] if key in position else None for key in selected]
+            for consumer, edge in producer.consumers:
+                if edge is Edge.DISCOVERY:
+                    consumer.undiscovered = {index for index, key in enumerate(selected) if key not in position}
+        for consumer, edge in producer.consumers:
+            if edge is Edge.DISCOVERY:
+                for key_index in range(consumer.size):
+                    run.decrement(consumer, key_index, None)
+
+    def _size(self, task: Any, keys: tuple[str, ...]) -> None:
+        from partita.execution.graph import Edge
+        from partita.results.model import AttemptStatus, SkipReason
+
+        run = self._run
+        size = len(keys)
+        task.size, task.keys = size, keys
+        task.pending = [0] * size
+        task.outputs = [None] * size
+        task.results = [None] * size
+        if task.materialization_ids is not None:
+            task.materialization_ids = [None] * size
+        for upstream, edge in task.upstreams:
+            if edge in (Edge.DISCOVERY, Edge.SAME_KEY):
+                task.pending = [count + 1 for count in task.pending]
+            elif edge is Edge.FAN_OUT:
+                finished = upstream.results[0]
+                if finished is None:
+                    task.pending = [count + 1 for count in task.pending]
+                elif finished.status is not AttemptStatus.SUCCESS:
+                    for key_index in range(size):
+                        task.blockers.setdefault(key_index, []).append(finished)
+        run.remaining += size
+        for consumer, edge in task.consumers:
+            if edge is Edge.GATHER:
+                # The placeholder input becomes one input per discovered key.
+                if size == 0:
+                    consumer.skip_when_ready = SkipReason.NO_PARTITION_KEYS
+                consumer.pending[0] += size - 1
+                if consumer.pending[0] == 0:
+                    run.became_ready(consumer, 0)
+
+
+def discovery_event(run_id: str, asset: str, declared: PartitionKey, invocation: int) -> EventDraft:
+    """The event announcing one discovered key on the producer's asset (with its extra)."""
+    identity = f"discovery:{run_id}:{asset}:{hashlib.sha256(declared.key.encode('utf-8')).hexdigest()}"
+    extra = dict(declared.extra) if declared.extra else {}
+    return EventDraft(
+        asset,
+        declared.key,
+        None,
+        extra,
+        EventSource(SourceKind.DISCOVERY, run_id, asset, False, invocation),
+        identity,
+        # Discovery identities are never reused, so a cheap digest suffices.
+        hashlib.sha256(f"{identity}|{sorted(extra.items())!r}".encode()).hexdigest(),
+        now(),
+    )
