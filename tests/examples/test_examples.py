@@ -9,7 +9,9 @@ as they do from the repository root without writing into the checkout.
 ``partita runs ...`` commands read run history, so the temporary directory
 first gets the two runs docs/results-and-history.md records (`HISTORY_RUNS`),
 and the placeholders ``RUN_ID`` (the first, failed run), ``RUN_A`` (the first)
-and ``RUN_B`` (the second) are replaced by their ids. Every ``--json``
+and ``RUN_B`` (the second) are replaced by their ids. ``partita events ...``
+commands read the event log, so their directory first gets the runs and the
+publication docs/events.md shows (`EVENT_HISTORY`). Every ``--json``
 document is validated against its schema in docs/schemas.
 """
 
@@ -19,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -286,6 +289,68 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "inspect a damaged copy: corrupt (epoch -) payload SHA-256 differs from its manifest",
         "inspect the old reference restored: invalidated",
     ],
+    # docs/events.md
+    "batch_ingestion.py": [
+        "first run:",
+        "  batch 40: committed 1000 rows, announced as event 1",
+        "  batch 41: committed 1025 rows, announced as event 2",
+        "  batch 42: committed 1050 rows, announced as event 3",
+        "first run: failed (builtins.RuntimeError: batch 43: the source file is truncated)",
+        "event 1: batch 40 {'rows': 1000} <- attempt of ingest, invocation 1, run first",
+        "event 2: batch 41 {'rows': 1025} <- attempt of ingest, invocation 1, run first",
+        "event 3: batch 42 {'rows': 1050} <- attempt of ingest, invocation 1, run first",
+        "outlet events of the first run: 0",
+        "consumer: batch 40 has 1000 rows",
+        "consumer: batch 42 has 1050 rows",
+        "second run:",
+        "  batch 40: committed 1000 rows, already announced as event 1",
+        "  batch 42: committed 1050 rows, already announced as event 3",
+        "  batch 43: committed 1075 rows, announced as event 7",
+        "  batch 44: committed 1100 rows, announced as event 8",
+        "second run: success",
+        "event 7: batch 43 {'rows': 1075} <- attempt of ingest, invocation 1, run second",
+        "outlet: event 9: ingest None {} <- outlet of ingest, invocation 1, run second",
+    ],
+    "operations_signal.py": [
+        "regional_export on_failure: export_cleanup event ",
+        "flow on_failure: ops_incident event ",
+        "run status: failed",
+        "without a store: [('export_cleanup', 'attempt'), ('ops_incident', 'flow')]",
+    ],
+    "emission_rules.py": [
+        "at import or definition time: EmissionError: partita.emit() works only while an asset body or a callback runs",
+        "invocation 1:",
+        "valid: event 1",
+        "unknown asset: EmissionError: emit: asset 'daily_price' is not registered",
+        "no key for a partitioned asset: EmissionError: emit: asset 'daily_prices' is partitioned (domain date); "
+        "pass partition_key explicitly (it is never inherited from the producer's own key)",
+        "key for an unpartitioned asset: EmissionError: emit: asset 'price_alert' is not partitioned",
+        "key the definition rejects: EmissionError: emit: partition_key for asset 'daily_prices' is rejected by its "
+        "definition (date): date partition key text is not canonical YYYY-MM-DD",
+        "date without a key: EmissionError: emit: partition_date requires a partition_key",
+        "naive date: EmissionError: emit: partition_date must be timezone-aware",
+        "extra not an object: EmissionError: emit: extra must be a JSON object",
+        "extra not strict JSON: EmissionError: emit: extra is not strict JSON: JsonCodec: extra['ratio'] is not a finite number",
+        "extra too large: EmissionError: emit: extra is 70011 bytes of JSON; the limit is 65536",
+        "empty dedupe_key: EmissionError: emit: dedupe_key must be a non-empty string",
+        "partita.emit, a date object as key: event 2",
+        "default identity: event 3",
+        "dedupe_key: event 4",
+        "same dedupe_key again: event 4 (duplicate)",
+        "same dedupe_key, other extra: EmissionError: emit: dedupe_key was already used for a different event",
+        "invocation 2:",
+        "default identity: event 5",
+        "dedupe_key: event 4 (duplicate)",
+        "run status: success; receipts: 8; events: 5",
+        "  event 2: daily_prices 2026-08-09 {} (invocation 1)",
+        "  event 5: price_alert None {'level': 'high'} (invocation 2)",
+        "publish_event, vendor file: event 1",
+        "publish_event, vendor file again: event 1 (duplicate)",
+        "publish_event without dedupe_key: event 2",
+        "publish_event without dedupe_key: event 3",
+        "  stored event 1: daily_prices 2026-08-10 source {'kind': 'external', 'run_id': None, 'asset': None, "
+        "'partition_key_present': None, 'invocation': None}",
+    ],
     "partial_aggregation.py": [
         "producer run: failed; failed days: ['2026-08-09', '2026-08-11']",
         "included 3 of 5 selected days: ['2026-08-08', '2026-08-10', '2026-08-12']",
@@ -421,12 +486,72 @@ CLI_COMMANDS: dict[str, tuple[int, list[str]]] = {
         0,
         ["status: success", "recorded as run"],
     ),
+    # docs/events.md (`events` commands first get `EVENT_HISTORY`)
+    "partita run examples/batch_ingestion.py --yes": (
+        1,
+        [
+            "batch 40: committed 1000 rows, announced as event",
+            "batch 42: committed 1050 rows, announced as event",
+            "ingest: builtins.RuntimeError: batch 43: the source file is truncated",
+            "status: failed",
+        ],
+    ),
+    "partita events list --asset batch": (
+        0,
+        ["events in sqlite:///.partita/partita.db", "attempt", "attempt", "attempt", "external"],
+    ),
+    "partita events list --asset batch --partition-key 41 --json": (
+        0,
+        [
+            '"schema": "partita.events"',
+            '"partition_key": "41"',
+            '"rows": 1025',
+            '"kind": "attempt"',
+            '"asset": "ingest"',
+        ],
+    ),
+    "partita events emit batch examples/batch_ingestion.py --partition-key 44 --extra '{\"rows\":1100}' "
+    "--dedupe-key batch-44": (0, ["published at"]),
+    "partita events emit batch examples/batch_ingestion.py --partition-key 44 --extra '{\"rows\":1100}' "
+    "--dedupe-key batch-44 --json": (0, ['"schema": "partita.emission"', '"duplicate": true']),
+    "partita run examples/operations_signal.py --partition-key eu --partition-key us --yes": (
+        1,
+        [
+            "regional_export on_failure: export_cleanup event",
+            "flow on_failure: ops_incident event",
+            "regional_export: builtins.ConnectionError: the warehouse refused the connection",
+            "status: failed",
+        ],
+    ),
+    "partita events list --asset ops_incident --json": (
+        0,
+        [
+            '"schema": "partita.events"',
+            '"asset": "ops_incident"',
+            '"failed_assets": [',
+            '"regional_export"',
+            '"kind": "flow"',
+            '"asset": null',
+            '"partition_key_present": null',
+            '"invocation": null',
+        ],
+    ),
+    # docs/cli.md
+    "partita events --help": (0, ["emit", "list"]),
 }
 
 # What `partita runs ...` commands in the docs read: recorded in their temporary directory first.
 HISTORY_RUNS = (
     "partita run examples/run_history.py --partition-range 2026-08-08 2026-08-10 --yes",
     "partita run examples/run_history.py --partition-range 2026-08-10 2026-08-12 --yes",
+)
+# What `partita events ...` commands in docs/events.md read: run in their
+# temporary directory first (every one but the command under test).
+EVENT_HISTORY = (
+    "partita run examples/batch_ingestion.py --yes",
+    "partita run examples/operations_signal.py --partition-key eu --partition-key us --yes",
+    "partita events emit batch examples/batch_ingestion.py --partition-key 44 --extra '{\"rows\":1100}' "
+    "--dedupe-key batch-44",
 )
 SCHEMAS = REPO / "docs" / "schemas"
 SCHEMA_REGISTRY: Registry = Registry().with_resources(
@@ -438,6 +563,7 @@ SCHEMA_REGISTRY: Registry = Registry().with_resources(
 def _environment(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["QUICKSTART_OUTPUT"] = str(tmp_path / "quickstart-out")
+    env["BATCH_OUTPUT"] = str(tmp_path / "batch-out")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop("PARTITA_STORE", None)
     return env
@@ -576,7 +702,7 @@ def _with_history(arguments: list[str], workdir: Path) -> list[str]:
     """Record `HISTORY_RUNS` in the store the command reads, then fill in the run id placeholders."""
     store = arguments[arguments.index("--store") : arguments.index("--store") + 2] if "--store" in arguments else []
     for command in HISTORY_RUNS:
-        _partita([*command.split()[1:], *store], workdir)
+        _partita([*shlex.split(command)[1:], *store], workdir)
     listed = json.loads(_partita(["runs", "list", "--json", *store], workdir).stdout)
     second, first = [run["run_id"] for run in listed["runs"]]
     ids = {"RUN_ID": first, "RUN_A": first, "RUN_B": second}
@@ -590,12 +716,21 @@ def _assert_matches_schema(document: dict) -> None:
     assert not errors, f"document does not match docs/schemas/{name}:\n" + "\n".join(errors[:10])
 
 
+def _with_events(command: str, workdir: Path) -> None:
+    """Publish `EVENT_HISTORY` (except ``command`` itself) into the default store of ``workdir``."""
+    for earlier in EVENT_HISTORY:
+        if earlier != command:
+            _partita(shlex.split(earlier)[1:], workdir)
+
+
 @pytest.mark.parametrize("command", sorted(CLI_COMMANDS))
 def test_documented_command(command: str, workdir: Path):
     expected_code, expected_text = CLI_COMMANDS[command]
-    arguments = command.split()[1:]
+    arguments = shlex.split(command)[1:]  # as a shell splits it: quoted JSON stays one argument
     if arguments[0] == "runs" and "--help" not in arguments:
         arguments = _with_history(arguments, workdir)
+    if arguments[0] == "events" and "--help" not in arguments:
+        _with_events(command, workdir)
     completed = subprocess.run(
         [*_partita_command(), *arguments],
         cwd=workdir,
@@ -836,3 +971,96 @@ def test_partial_aggregation_publishes_the_same_selection_with_the_same_id(tmp_p
     assert snapshot["publication_id"] == hashlib.sha256("\n".join(ids).encode("ascii")).hexdigest()
     assert [row["day"] for row in snapshot["rows"]] == ["2026-08-08", "2026-08-10", "2026-08-12"]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["materialized", "orders-snapshot.json"]
+
+
+# --- docs/events.md: events published before a failure stay published
+
+
+def test_batch_ingestion_keeps_the_batches_committed_before_the_failure_published(tmp_path: Path):
+    from partita import SourceKind, open_store
+
+    completed = _run_example(
+        "batch_ingestion.py", ["--out", "./batches", "--store", "sqlite:///store/events.db"], tmp_path
+    )
+    assert completed.returncode == 0, completed.stderr
+    files = sorted(path.name for path in (tmp_path / "batches").iterdir())
+    assert files == [f"batch-{number}.csv" for number in range(40, 45)]  # no temporary file is left behind
+    assert len((tmp_path / "batches" / "batch-41.csv").read_text().splitlines()) == 1 + 1025
+
+    store = open_store(f"sqlite:///{tmp_path}/store/events.db")
+    try:
+        second, first = store.list_runs(limit=3)[0], store.list_runs(limit=3)[-1]
+        assert (first.status, second.status) == ("failed", "success")
+        batches = store.list_events(asset="batch")
+        consumer_outlets = store.list_events(asset="validated_batch")
+    finally:
+        store.close()
+    assert [(event.partition_key, event.extra) for event in batches] == [
+        (str(number), {"rows": 1000 + 25 * (number - 40)}) for number in range(40, 45)
+    ]
+    assert [event.source.run_id for event in batches] == [first.run_id] * 3 + [second.run_id] * 2
+    for event in batches:
+        assert event.source.kind is SourceKind.ATTEMPT
+        assert (event.source.asset, event.source.partition_key_present, event.source.invocation) == ("ingest", False, 1)
+    assert [event.partition_key for event in consumer_outlets] == ["40", "41", "42"]
+    assert {event.source.kind for event in consumer_outlets} == {SourceKind.OUTLET}
+
+
+def test_batch_ingestion_as_a_cli_entry_publishes_three_batches_from_the_failed_run(workdir: Path):
+    ran = _partita(["run", "examples/batch_ingestion.py", "--yes"], workdir)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    listed = _partita(["events", "list", "--asset", "batch", "--json"], workdir)
+    assert listed.returncode == 0, listed.stderr
+    events = json.loads(listed.stdout)["events"]
+    runs = json.loads(_partita(["runs", "list", "--json"], workdir).stdout)["runs"]
+    assert [run["status"] for run in runs] == ["failed"]
+    assert [event["partition_key"] for event in events] == ["40", "41", "42"]
+    assert {event["source"]["run_id"] for event in events} == {runs[0]["run_id"]}
+    assert sorted(path.name for path in (workdir / "batch-out").iterdir()) == [
+        "batch-40.csv",
+        "batch-41.csv",
+        "batch-42.csv",
+    ]
+    again = _partita(["run", "examples/batch_ingestion.py", "--yes"], workdir)
+    assert "already announced as event" in again.stdout
+    relisted = json.loads(_partita(["events", "list", "--asset", "batch", "--json"], workdir).stdout)["events"]
+    assert relisted == events  # the retried run announced nothing twice
+
+
+def _sources(output: str) -> list[dict]:
+    return [
+        json.loads(line.removeprefix("  source: ")) for line in output.splitlines() if line.startswith("  source: ")
+    ]
+
+
+def test_operations_signal_records_flow_and_attempt_provenance(tmp_path: Path):
+    from partita import open_store
+
+    url = f"sqlite:///{tmp_path}/ops.db"
+    completed = _run_example("operations_signal.py", ["--store", url], tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    by_kind = {source["kind"]: source for source in _sources(completed.stdout)}
+    assert sorted(by_kind) == ["attempt", "flow", "outlet"]
+    assert by_kind["flow"] == {
+        "kind": "flow",
+        "run_id": "<run id>",
+        "asset": None,
+        "partition_key_present": None,
+        "invocation": None,
+    }
+    assert by_kind["attempt"] == {
+        "kind": "attempt",
+        "run_id": "<run id>",
+        "asset": "regional_export",
+        "partition_key_present": True,
+        "invocation": 1,
+    }
+    store = open_store(url)
+    try:
+        (incident,) = store.list_events(asset="ops_incident")
+        (cleanup,) = store.list_events(asset="export_cleanup")
+    finally:
+        store.close()
+    assert incident.partition_key is None
+    assert incident.extra == {"run_id": incident.source.run_id, "failed_assets": ["regional_export"]}
+    assert (cleanup.partition_key, cleanup.extra["run_id"]) == ("us", incident.source.run_id)

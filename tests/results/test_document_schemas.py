@@ -12,9 +12,11 @@ process was killed. The schemas close fixed shapes with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -36,7 +38,18 @@ from partita.store import open_store
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = REPO / "docs" / "schemas"
 RECORD_VERSIONS = (1, 2, 3, 4)
-CLI_DOCUMENTS = ("assets", "partitions", "plan", "run-result", "error", "runs", "run", "runs-compare")
+CLI_DOCUMENTS = (
+    "assets",
+    "partitions",
+    "plan",
+    "run-result",
+    "error",
+    "runs",
+    "run",
+    "runs-compare",
+    "events",
+    "emission",
+)
 SECRET = "tenant-secret-42"  # a distinctive key: it must never leak unless recorded on purpose
 WAIT = 30.0  # seconds any wait for work may take before the test fails
 
@@ -474,14 +487,24 @@ def test_a_stored_runs_record_matches_its_version_schema(
         assert (SECRET in json.dumps(record)) is recorded
 
 
-def test_the_store_file_holds_no_raw_key_unless_asked(
+def _stored_rows(path: Path, *, events: bool) -> str:
+    """Every row of the store's run-history tables (or of its event log) as text."""
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        chosen = [name for name in tables if (name == "partita_events") is events]
+        return json.dumps(
+            [[str(value) for value in row] for name in chosen for row in connection.execute(f"SELECT * FROM {name}")]
+        )
+
+
+def test_run_history_holds_no_raw_key_unless_asked_while_events_keep_theirs_on_purpose(
     eventful_result: p.RunResult, history_folder: Path, keyed_store_url: str
 ):
-    def stored_bytes(name: str) -> bytes:
-        return b"".join(path.read_bytes() for path in sorted(history_folder.glob(f"{name}.db*")))
-
-    assert SECRET.encode() not in stored_bytes("plain")
-    assert SECRET.encode() in stored_bytes("keyed")  # the check above can see a key
+    assert SECRET not in _stored_rows(history_folder / "plain.db", events=False)
+    assert SECRET in _stored_rows(history_folder / "keyed.db", events=False)  # the check above can see a key
+    # SPEC §1, §8: an event's key is the routing pointer, so the successful
+    # attempts' outlet events keep it even when run history does not.
+    assert SECRET in _stored_rows(history_folder / "plain.db", events=True)
 
 
 # -- CLI documents -------------------------------------------------------------
@@ -637,6 +660,9 @@ def test_runs_compare_schema_accepts_assets_found_in_one_run_only(cli_store: str
         (["plan", "entry.py", "--partition-key", "nobody", "--json"], 2, "SelectionError"),
         (["assets", "missing.py", "--json"], 3, "EntryLoadError"),
         (["runs", "list", "--store", "sqlite:///{tmp}", "--json"], 4, "StoreError"),
+        (["events", "emit", "no_such_asset", "entry.py", "--json"], 2, "EmissionError"),
+        (["events", "emit", "month_end", "entry.py", "--extra", "[1]", "--json"], 2, "EmissionError"),
+        (["events", "list", "--store", "sqlite:///{tmp}", "--json"], 4, "StoreError"),
     ],
 )
 def test_error_document_matches_its_schema(
@@ -792,3 +818,162 @@ def test_materialized_attempts_match_the_v4_schema_live_and_stored(tmp_path: Pat
     broken = json.loads(json.dumps(second))
     broken["tasks"][0]["attempts"][0]["materialization_id"] = None
     assert_invalid(broken, "run-record.v4.json")
+
+
+# -- asset events (SPEC §8) -----------------------------------------------------------
+
+EVENTS_ENTRY = f"""
+import datetime as dt
+
+from partita import Flow, StaticPartitionDef, asset
+
+tenants = StaticPartitionDef("tenants", [{SECRET!r}, "acme"])
+berlin = dt.timezone(dt.timedelta(hours=2))
+
+
+@asset(partition_def=tenants)
+def statements_ready() -> None:
+    pass
+
+
+@asset
+def incidents() -> None:
+    pass
+
+
+@asset(partition_def=tenants)
+def statements(context) -> int:
+    context.emit(
+        "statements_ready",
+        partition_key=context.partition_key,
+        partition_date=dt.datetime(2026, 8, 8, tzinfo=berlin),
+        extra={{"rows": 3, "files": ["a.csv"]}},
+    )
+    return 3
+
+
+def report(context) -> None:
+    context.emit("incidents", extra={{"run_id": context.run_id}})
+
+
+flow = Flow(["statements"], on_complete=report)
+"""
+
+
+def _emission(*args: str) -> dict[str, Any]:
+    document = _json("events", "emit", *args, "--json")
+    assert document["schema"] == "partita.emission"
+    assert_valid(document, "emission.v1.json")
+    return document
+
+
+@pytest.fixture
+def events_store(cli_store: str) -> str:
+    """A store with events of every kind a run or an outside producer publishes."""
+    (Path.cwd() / "events.py").write_text(EVENTS_ENTRY)
+    _json("run", "events.py", "--partition-key", SECRET, "--partition-key", "acme", "--yes", "--json")
+    _emission("incidents", "events.py", "--extra", '{"ticket": 7}')
+    _emission(
+        "statements_ready",
+        "events.py",
+        "--partition-key",
+        "acme",
+        "--partition-date",
+        "2026-08-09T00:00:00+00:00",
+        "--dedupe-key",
+        "acme-2026-08-09",
+    )
+    return cli_store
+
+
+def test_events_document_matches_its_schema_for_every_source_kind(events_store: str):
+    document = _json("events", "list", "--json")
+    assert document["schema"] == "partita.events"
+    assert_valid(document, "events.v1.json")
+    kinds = [event["source"]["kind"] for event in document["events"]]
+    assert sorted(set(kinds)) == ["attempt", "external", "flow", "outlet"]
+    assert kinds.count("attempt") == 2 and kinds.count("outlet") == 2
+    ids = [event["id"] for event in document["events"]]
+    assert ids == sorted(ids)
+    # The key is the routing pointer: events carry it as canonical text on purpose.
+    assert SECRET in {event["partition_key"] for event in document["events"]}
+    flow_source = next(event["source"] for event in document["events"] if event["source"]["kind"] == "flow")
+    assert (flow_source["asset"], flow_source["partition_key_present"], flow_source["invocation"]) == (None, None, None)
+    for arguments in (["--asset", "statements_ready"], ["--partition-key", "acme"], ["--since", "2", "--limit", "1"]):
+        filtered = _json("events", "list", *arguments, "--json")
+        assert filtered["events"]
+        assert_valid(filtered, "events.v1.json")
+
+
+def test_events_document_of_a_missing_store_is_empty_and_valid(cli_store: str):
+    document = _json("events", "list", "--json")
+    assert document["events"] == []
+    assert_valid(document, "events.v1.json")
+    assert not Path(cli_store.removeprefix("sqlite:///")).exists()  # reading creates no store
+
+
+def test_events_schema_rejects_drift(events_store: str):
+    document = _json("events", "list", "--json")
+    by_kind = {event["source"]["kind"]: event for event in document["events"]}
+
+    def with_event(event: dict[str, Any]) -> dict[str, Any]:
+        return {**document, "events": [event]}
+
+    attempt, flow = by_kind["attempt"], by_kind["flow"]
+    assert_invalid(with_event({**flow, "source": {**flow["source"], "asset": "statements"}}), "events.v1.json")
+    assert_invalid(with_event({**attempt, "source": {**attempt["source"], "invocation": None}}), "events.v1.json")
+    assert_invalid(with_event({**attempt, "source": {**attempt["source"], "partition_key": "acme"}}), "events.v1.json")
+    assert_invalid(with_event({**attempt, "source": {**attempt["source"], "kind": "sensor"}}), "events.v1.json")
+    assert_invalid(with_event({**flow, "partition_date": "2026-08-08T00:00:00+00:00"}), "events.v1.json")
+    assert_invalid(with_event({**attempt, "timestamp": "2026-08-08T00:00:00"}), "events.v1.json")
+    assert_invalid(with_event({**attempt, "extra": [1]}), "events.v1.json")
+    assert_invalid(with_event({**attempt, "dedupe_key": "x"}), "events.v1.json")
+
+
+def test_emission_receipts_match_their_schema_and_a_repeat_is_a_duplicate(events_store: str):
+    arguments = ("incidents", "events.py", "--extra", '{"ticket": 8}', "--dedupe-key", "ticket-8")
+    first, again = _emission(*arguments), _emission(*arguments)
+    assert first["receipt"]["duplicate"] is False
+    assert again["receipt"] == {**first["receipt"], "duplicate": True}
+    assert_invalid({**first, "receipt": {"id": 1, "timestamp": first["receipt"]["timestamp"]}}, "emission.v1.json")
+    assert_invalid({**first, "receipt": {**first["receipt"], "asset": "incidents"}}, "emission.v1.json")
+    assert_invalid({**first, "schema": "partita.events"}, "emission.v1.json")
+    conflict = _json(
+        "events",
+        "emit",
+        "incidents",
+        "events.py",
+        "--extra",
+        '{"ticket": 9}',
+        "--dedupe-key",
+        "ticket-8",
+        "--json",
+        code=2,
+    )
+    assert conflict["error"]["type"] == "EmissionError"
+    assert_valid(conflict, "error.v1.json")
+
+
+def test_outlet_events_of_reused_outputs_match_the_events_schema(tmp_path: Path):
+    from partita.materialization import FileMaterialization
+
+    registry = p.AssetRegistry()
+
+    @p.asset(
+        partition_def=TENANTS, registry=registry, materialization=FileMaterialization(tmp_path / "out"), version="1"
+    )
+    def balances(context) -> int:
+        return 7
+
+    url = f"sqlite:///{tmp_path}/events.db"
+    flow = p.Flow(["balances"], registry=registry, store=url)
+    executed, reused = flow.run({"partition_keys": ["acme"]}), flow.run({"partition_keys": ["acme"]})
+    store = open_store(url)
+    try:
+        outlets = [event.to_dict() for event in store.list_events(asset="balances")]
+    finally:
+        store.close()
+    assert [event["source"]["run_id"] for event in outlets] == [executed.run_id, reused.run_id]
+    assert [event["source"]["invocation"] for event in outlets] == [1, None]  # reused: the body was not invoked
+    assert all(set(event["extra"]) == {"materialization_id"} for event in outlets)
+    assert_valid({"schema": "partita.events", "version": 1, "store": url, "events": outlets}, "events.v1.json")

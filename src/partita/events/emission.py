@@ -67,9 +67,10 @@ def _extra(extra: Any) -> dict[str, Any]:
         raise EmissionError("emit: extra must be a JSON object (a dict with string keys)")
     value = dict(extra)
     try:
+        _STRICT_JSON.check(value, "extra")
         encoded = _STRICT_JSON.encode(value)
     except ValueError as exc:
-        raise EmissionError(f"emit: extra is not strict JSON: {str(exc).replace('output', 'extra')}") from None
+        raise EmissionError(f"emit: extra is not strict JSON: {exc}") from None
     if len(encoded) > MAX_EXTRA_BYTES:
         raise EmissionError(f"emit: extra is {len(encoded)} bytes of JSON; the limit is {MAX_EXTRA_BYTES}")
     return value
@@ -182,7 +183,7 @@ class MemoryEventLog:
 
     def append(self, draft: EventDraft) -> EmissionReceipt:
         with self._lock:
-            seen = self._by_key.get(draft.dedupe_key)
+            seen = None if draft.dedupe_key is None else self._by_key.get(draft.dedupe_key)
             if seen is not None:
                 receipt, digest = seen
                 if digest != draft.payload_hash:
@@ -201,7 +202,8 @@ class MemoryEventLog:
                 )
             )
             receipt = EmissionReceipt(event_id, draft.timestamp)
-            self._by_key[draft.dedupe_key] = (receipt, draft.payload_hash)
+            if draft.dedupe_key is not None:
+                self._by_key[draft.dedupe_key] = (receipt, draft.payload_hash or "")
             return receipt
 
     def events(self) -> tuple[AssetEvent, ...]:
@@ -218,6 +220,15 @@ class MemoryEventLog:
         """One event per discovered key; without a store there is no partition registry."""
         for draft in drafts:
             self.append(draft)
+
+
+class RunLiveness:
+    """Shared by a run's emitters: once the run ends, a kept context can no longer publish."""
+
+    __slots__ = ("ended",)
+
+    def __init__(self) -> None:
+        self.ended = False
 
 
 class Emitter:
@@ -241,6 +252,7 @@ class Emitter:
         "receipts",
         "store_url",
         "role",
+        "liveness",
         "_sequence",
     )
 
@@ -258,6 +270,7 @@ class Emitter:
         receipts: list[EmissionReceipt] | None = None,
         store_url: str | None = None,
         role: str = "body",
+        liveness: RunLiveness | None = None,
     ) -> None:
         self.log = log
         self.catalog = catalog
@@ -272,7 +285,9 @@ class Emitter:
         self.store_url = store_url
         #: Body or callback label: the same attempt's producers keep separate default identities.
         self.role = role
-        self._sequence: Any = None
+        self.liveness = liveness
+        # Created eagerly: threads sharing a context must never draw the same number.
+        self._sequence = itertools.count()
 
     @property
     def source(self) -> EventSource:
@@ -288,6 +303,10 @@ class Emitter:
         dedupe_key: str | None = None,
     ) -> EmissionReceipt:
         """Store the event durably (when a store is configured) and return its receipt."""
+        if self.liveness is not None and self.liveness.ended:
+            raise EmissionError(
+                "emit: this context's run has finished; events are published while a body or callback runs"
+            )
         draft = prepare_event(
             self.catalog,
             asset,
@@ -304,8 +323,6 @@ class Emitter:
         return receipt
 
     def _automatic_dedupe(self) -> str:
-        if self._sequence is None:
-            self._sequence = itertools.count()
         key_text = self.key_format(self.partition_key) if self.key_format is not None else None
         identity = json.dumps(
             [self.kind.value, self.role, self.run_id, self.asset, key_text, self.invocation, next(self._sequence)]

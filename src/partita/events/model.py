@@ -48,9 +48,11 @@ class EventDraft(NamedTuple):
     partition_date: dt.datetime | None
     extra: dict[str, Any]
     source: EventSource
-    dedupe_key: str
-    payload_hash: str
-    timestamp: dt.datetime
+    #: None for outlet and discovery events, written exactly once with their attempt.
+    dedupe_key: str | None
+    payload_hash: str | None
+    #: A datetime, or seconds since the epoch for events partita builds in bulk.
+    timestamp: dt.datetime | float
 
 
 def now() -> dt.datetime:

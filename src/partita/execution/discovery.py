@@ -12,7 +12,6 @@ its key's output.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -239,7 +238,6 @@ class FanOut:
 
 def discovery_event(run_id: str, asset: str, declared: PartitionKey, invocation: int) -> EventDraft:
     """The event announcing one discovered key on the producer's asset (with its extra)."""
-    identity = f"discovery:{run_id}:{asset}:{hashlib.sha256(declared.key.encode('utf-8')).hexdigest()}"
     extra = dict(declared.extra) if declared.extra else {}
     return EventDraft(
         asset,
@@ -247,8 +245,8 @@ def discovery_event(run_id: str, asset: str, declared: PartitionKey, invocation:
         None,
         extra,
         EventSource(SourceKind.DISCOVERY, run_id, asset, False, invocation),
-        identity,
-        # Discovery identities are never reused, so a cheap digest suffices.
-        hashlib.sha256(f"{identity}|{sorted(extra.items())!r}".encode()).hexdigest(),
+        # Written exactly once, with the producer's success: no dedupe identity.
+        None,
+        None,
         now(),
     )

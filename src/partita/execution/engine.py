@@ -24,7 +24,7 @@ from typing import Any
 
 from partita.definitions.policies import ResourcePolicy
 from partita.errors import PartitaError
-from partita.events.emission import Emitter, EventLog, MemoryEventLog, activate, catalog_of
+from partita.events.emission import Emitter, EventLog, MemoryEventLog, RunLiveness, activate, catalog_of
 from partita.events.model import EmissionReceipt, SourceKind
 from partita.execution.admission import GroupGate, ResourceGate
 from partita.execution.callbacks import CallbackRunner
@@ -112,6 +112,7 @@ class _Run:
         self.event_log: EventLog = options.event_log if options.event_log is not None else MemoryEventLog()
         self.catalog = catalog_of(plan.registry.definitions())
         self.receipts: list[EmissionReceipt] = []
+        self.liveness = RunLiveness()
         self.gates: dict[str, ResourceGate] = {}
         self.groups: list[GroupGate] = []
         self._bind_policies()
@@ -186,6 +187,7 @@ class _Run:
                 journal.end(result)
             raise
         finally:
+            self.liveness.ended = True
             for timer in list(self.timers):
                 timer.cancel()
             self.executor.shutdown(wait=0)
@@ -213,7 +215,13 @@ class _Run:
         for label, callback in chosen:
             if callback is not None:
                 emitter = Emitter(
-                    self.event_log, self.catalog, SourceKind.FLOW, self.run_id, receipts=self.receipts, role=label
+                    self.event_log,
+                    self.catalog,
+                    SourceKind.FLOW,
+                    self.run_id,
+                    receipts=self.receipts,
+                    role=label,
+                    liveness=self.liveness,
                 )
                 context = CallbackContext(self.run_id, None, None, False, result=result, emitter=emitter)
                 self.callbacks.call(f"flow.{label}", callback, context)
@@ -434,6 +442,7 @@ class _Run:
             self.receipts,
             self.options.store_url,
             role,
+            self.liveness,
         )
 
     def _context(
@@ -768,7 +777,8 @@ class _Run:
             plan=self.plan,
             resources={name: gate.statistics() for name, gate in self.gates.items()},
             callback_errors=tuple(self.callbacks.errors) if self.callbacks is not None else (),
-            events=self.event_log.events_of_run(self.run_id) if self.receipts else (),  # type: ignore[attr-defined]
+            # Asked of the log, not of local receipts: worker processes emit too.
+            events=self.event_log.events_of_run(self.run_id),  # type: ignore[attr-defined]
             receipts=tuple(self.receipts),
             discoveries={} if self.fan_out is None else dict(self.fan_out.discoveries),
         )

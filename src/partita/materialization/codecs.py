@@ -39,6 +39,10 @@ class JsonCodec:
 
     name = "json/1"
 
+    def check(self, value: Any, name: str = "output") -> None:
+        """Raise ValueError naming the offending part (under ``name``) unless ``value`` is strict JSON."""
+        self._check(value, name, set())
+
     def encode(self, value: Any) -> bytes:
         self._check(value, "output", set())
         return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
@@ -66,7 +70,7 @@ class JsonCodec:
             else:
                 for key, item in value.items():
                     if type(key) is not str:
-                        raise ValueError(f"JsonCodec: {path} has a {type(key).__name__} key; JSON object keys are strings")
+                        raise ValueError(f"JsonCodec: {path} has a key of type {type(key).__name__}; JSON object keys are strings")
                     self._check(item, f"{path}[{key!r}]", active)
             active.discard(id(value))
             return

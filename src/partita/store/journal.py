@@ -10,7 +10,6 @@ flushes costs one row write. A heartbeat tells other hosts the run is alive.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 import socket
 import threading
@@ -28,11 +27,6 @@ from partita.store.protocol import RunEnd, RunStart, Store
 
 __all__ = ["StoreJournal"]
 
-
-def _utc(timestamp: float | None) -> dt.datetime:
-    if timestamp is None:
-        return dt.datetime.now(dt.UTC)
-    return dt.datetime.fromtimestamp(timestamp, dt.UTC)
 
 FLUSH_SECONDS = 0.05
 HEARTBEAT_SECONDS = 5.0
@@ -145,7 +139,6 @@ class StoreJournal:
         """The automatic event announcing a successful attempt's asset and key."""
         key_text = self._formats[attempt.asset_name](attempt.partition_key) if attempt.partition_key_present else None
         extra = {} if attempt.materialization_id is None else {"materialization_id": attempt.materialization_id}
-        identity = f"outlet:{self._run_id}:{attempt.asset_name}:{attempt.index}"
         return EventDraft(
             attempt.asset_name,
             key_text,
@@ -158,10 +151,10 @@ class StoreJournal:
                 attempt.partition_key_present,
                 len(attempt.invocations) or None,
             ),
-            identity,
-            # Outlet identities are never reused, so a cheap digest suffices.
-            hashlib.sha256(f"{identity}|{key_text}|{attempt.materialization_id}".encode()).hexdigest(),
-            _utc(attempt.finished_at),
+            # Written exactly once, with the success it announces: no dedupe identity.
+            None,
+            None,
+            attempt.finished_at if attempt.finished_at is not None else time.time(),
         )
 
     def _running(self, event: AttemptStarted | AttemptRetrying) -> AttemptRecord:

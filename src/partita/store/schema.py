@@ -19,7 +19,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    UniqueConstraint,
+    text,
 )
 
 __all__ = [
@@ -87,6 +87,7 @@ attempts = Table(
     Column("blocked_by", Text),  # JSON [[asset, index], ...]
     Column("resolution", String(16)),
     Column("materialization_id", Text),
+    sqlite_with_rowid=False,
 )
 
 invocations = Table(
@@ -101,6 +102,7 @@ invocations = Table(
     Column("succeeded", Boolean, nullable=False),
     Column("failure_type", Text),
     Column("failure_message", Text),
+    sqlite_with_rowid=False,
 )
 
 events = Table(
@@ -117,12 +119,24 @@ events = Table(
     Column("source_asset", Text),
     Column("source_key_present", Boolean),
     Column("source_invocation", Integer),
-    Column("dedupe_key", Text, nullable=False),
-    Column("payload_hash", String(64), nullable=False),
-    UniqueConstraint("dedupe_key", name="uq_partita_events_dedupe_key"),
+    # Null for outlet and discovery events, which are written once with their attempt.
+    Column("dedupe_key", Text),
+    Column("payload_hash", String(64)),
     Index("ix_partita_events_asset_id", "asset", "id"),
     Index("ix_partita_events_asset_key", "asset", "partition_key"),
-    Index("ix_partita_events_run", "source_run_id"),
+    Index(
+        "uq_partita_events_dedupe_key",
+        "dedupe_key",
+        unique=True,
+        sqlite_where=text("dedupe_key IS NOT NULL"),
+        postgresql_where=text("dedupe_key IS NOT NULL"),
+    ),
+    Index(
+        "ix_partita_events_run",
+        "source_run_id",
+        sqlite_where=text("dedupe_key IS NOT NULL"),
+        postgresql_where=text("dedupe_key IS NOT NULL"),
+    ),
 )
 
 partitions = Table(

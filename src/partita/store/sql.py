@@ -86,8 +86,8 @@ def _event_row(draft: EventDraft) -> tuple[Any, ...]:
         draft.asset,
         draft.partition_key,
         None if draft.partition_date is None else draft.partition_date.isoformat(),
-        json.dumps(draft.extra, separators=(",", ":")),
-        draft.timestamp.timestamp(),
+        json.dumps(draft.extra, separators=(",", ":")) if draft.extra else "{}",
+        draft.timestamp if isinstance(draft.timestamp, float) else draft.timestamp.timestamp(),
         source.kind.value,
         source.run_id,
         source.asset,
@@ -338,7 +338,7 @@ class SqlStore:
         columns = [column.name for column in list(events.columns)[1:]]
         self._event_insert_sql = (
             f"INSERT INTO {events.name} ({', '.join(columns)}) VALUES ({', '.join([marker] * len(columns))}) "
-            "ON CONFLICT (dedupe_key) DO NOTHING RETURNING id"
+            "ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING id"
         )
         self._event_lookup_sql = f"SELECT id, timestamp, payload_hash FROM {events.name} WHERE dedupe_key = {marker}"
 
@@ -503,7 +503,7 @@ class SqlStore:
                     raise StoreError(f"store {self._url}: cannot record the event: {self._describe_failure(exc)}") from exc
                 continue  # a lost connection: the dedupe identity makes the retry safe
             if inserted is not None:
-                return EmissionReceipt(int(inserted), draft.timestamp)
+                return EmissionReceipt(int(inserted), draft.timestamp)  # type: ignore[arg-type]
             existing_id, existing_timestamp, existing_hash = existing
             if existing_hash != draft.payload_hash:
                 raise EmissionError(

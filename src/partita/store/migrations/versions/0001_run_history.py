@@ -54,6 +54,7 @@ def upgrade() -> None:
         sa.Column("blocked_by", sa.Text),
         sa.Column("resolution", sa.String(16)),
         sa.Column("materialization_id", sa.Text),
+        sqlite_with_rowid=False,  # rows live in the primary-key tree: one B-tree per insert
     )
     op.create_table(
         "partita_invocations",
@@ -66,6 +67,7 @@ def upgrade() -> None:
         sa.Column("succeeded", sa.Boolean, nullable=False),
         sa.Column("failure_type", sa.Text),
         sa.Column("failure_message", sa.Text),
+        sqlite_with_rowid=False,
     )
 
 

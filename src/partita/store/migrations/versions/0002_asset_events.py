@@ -27,17 +27,34 @@ def upgrade() -> None:
         sa.Column("source_asset", sa.Text),
         sa.Column("source_key_present", sa.Boolean),
         sa.Column("source_invocation", sa.Integer),
-        sa.Column("dedupe_key", sa.Text, nullable=False),
-        sa.Column("payload_hash", sa.String(64), nullable=False),
-        sa.UniqueConstraint("dedupe_key", name="uq_partita_events_dedupe_key"),
+        sa.Column("dedupe_key", sa.Text),
+        sa.Column("payload_hash", sa.String(64)),
     )
     op.create_index("ix_partita_events_asset_id", "partita_events", ["asset", "id"])
     op.create_index("ix_partita_events_asset_key", "partita_events", ["asset", "partition_key"])
-    op.create_index("ix_partita_events_run", "partita_events", ["source_run_id"])
+    # Published events carry a dedupe identity; outlet and discovery events are
+    # written exactly once with their attempt, so they skip these two indexes.
+    published = sa.text("dedupe_key IS NOT NULL")
+    op.create_index(
+        "uq_partita_events_dedupe_key",
+        "partita_events",
+        ["dedupe_key"],
+        unique=True,
+        sqlite_where=published,
+        postgresql_where=published,
+    )
+    op.create_index(
+        "ix_partita_events_run",
+        "partita_events",
+        ["source_run_id"],
+        sqlite_where=published,
+        postgresql_where=published,
+    )
 
 
 def downgrade() -> None:
     op.drop_index("ix_partita_events_run", "partita_events")
+    op.drop_index("uq_partita_events_dedupe_key", "partita_events")
     op.drop_index("ix_partita_events_asset_key", "partita_events")
     op.drop_index("ix_partita_events_asset_id", "partita_events")
     op.drop_table("partita_events")
