@@ -9,7 +9,8 @@ Versions add sections and never change earlier fields:
 - 1: run header, tasks, attempts (status, reason, blockers, timing, failure);
 - 2: each attempt's invocations in detail;
 - 3: resource statistics and callback errors;
-- 4: materialization provenance (resolution and materialization id).
+- 4: materialization provenance (resolution and materialization id), and
+  the number of keys each discovering producer declared.
 
 Records keep whether an attempt had a partition key, never the raw key,
 unless the caller opts in (``record_partition_keys=True``; then the canonical
@@ -99,6 +100,8 @@ class RunHeader:
     key_count: int
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)
     callback_errors: tuple[dict[str, Any], ...] = ()
+    #: Discovering producer -> how many keys it declared (counts only, never the keys).
+    discovered_key_counts: dict[str, int] = field(default_factory=dict)
 
 
 def _iso(value: dt.datetime | float | None) -> str | None:
@@ -221,6 +224,20 @@ def _attempt_document(attempt: AttemptRecord, version: int, with_keys: bool) -> 
     return document
 
 
+def _task_document(task: TaskRecord, header: RunHeader, version: int, with_keys: bool) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "asset": task.asset,
+        "partitioned": task.partitioned,
+        "status": _task_status(task),
+        "reason": task.skip_reason if not task.attempts else None,
+        "counts": _counts(task.attempts),
+        "attempts": [_attempt_document(attempt, version, with_keys) for attempt in task.attempts],
+    }
+    if version >= 4 and task.asset in header.discovered_key_counts:
+        document["discovered_key_count"] = header.discovered_key_counts[task.asset]
+    return document
+
+
 def render_record(
     header: RunHeader, tasks: Sequence[TaskRecord], version: int = 1, *, record_partition_keys: bool = False
 ) -> dict[str, Any]:
@@ -242,17 +259,7 @@ def render_record(
         "selection": {"kind": header.selection_kind, "domain": header.domain, "key_count": header.key_count},
         "partition_keys_recorded": record_partition_keys,
         "counts": _counts(all_attempts),
-        "tasks": [
-            {
-                "asset": task.asset,
-                "partitioned": task.partitioned,
-                "status": _task_status(task),
-                "reason": task.skip_reason if not task.attempts else None,
-                "counts": _counts(task.attempts),
-                "attempts": [_attempt_document(a, version, record_partition_keys) for a in task.attempts],
-            }
-            for task in tasks
-        ],
+        "tasks": [_task_document(task, header, version, record_partition_keys) for task in tasks],
     }
     if version >= 3:
         document["resources"] = header.resources
@@ -292,6 +299,7 @@ def run_header_of(result: RunResult) -> RunHeader:
             }
             for error in result.callback_errors
         ),
+        discovered_key_counts={asset: len(keys) for asset, keys in result.discoveries.items()},
     )
 
 

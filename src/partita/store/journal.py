@@ -192,6 +192,10 @@ class StoreJournal:
                 run_id=result.run_id,
                 status=result.status.value,
                 finished_at=result.finished_at,
-                summary={"resources": header.resources, "callback_errors": list(header.callback_errors)},
+                summary={
+                    "resources": header.resources,
+                    "callback_errors": list(header.callback_errors),
+                    "discovered_key_counts": header.discovered_key_counts,
+                },
             )
         )

@@ -713,6 +713,7 @@ class SqlStore:
             key_count=row.key_count,
             resources=summary.get("resources", {}),
             callback_errors=tuple(summary.get("callback_errors", ())),
+            discovered_key_counts=summary.get("discovered_key_counts", {}),
         )
         return StoredRun(
             header=header,
