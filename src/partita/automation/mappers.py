@@ -1,0 +1,268 @@
+"""Partition mappers: which downstream keys an upstream event concerns, and what each needs.
+
+A mapper answers two questions in canonical key text, so every decision
+round-trips through the definitions' own text:
+
+- ``downstream_keys(upstream_key)``: the consumer keys an upstream event may
+  complete (identity: the same key; a daily roll-up of hours: that day);
+- ``requirement(downstream_key)``: the upstream keys that must all have an
+  event before the consumer runs (or at least ``minimum`` of them).
+
+Roll-ups enumerate their window with the upstream definition's own range, so
+a daylight-saving day has 23 or 25 hourly keys in any time zone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from partita.errors import DefinitionError
+from partita.partitions.base import PartitionDef
+from partita.partitions.multi import MultiPartitionDef, MultiPartitionKey
+from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
+
+__all__ = [
+    "AllowedKeysMapper",
+    "FixedKeyMapper",
+    "IdentityMapper",
+    "PartitionMapper",
+    "ProductMapper",
+    "Requirement",
+    "RollupMapper",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """Upstream keys a downstream key needs; ``minimum`` of them (all when None)."""
+
+    keys: tuple[str, ...]
+    minimum: int | None = None
+
+    def satisfied_by(self, present: Collection[str]) -> bool:
+        have = sum(1 for key in self.keys if key in present)
+        needed = len(self.keys) if self.minimum is None else min(self.minimum, len(self.keys))
+        return have >= needed and (needed > 0 or not self.keys)
+
+
+class PartitionMapper:
+    """Base class: subclasses map canonical key text between two definitions."""
+
+    def downstream_keys(self, upstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def requirement(self, downstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> Requirement:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+def _canonical(definition: PartitionDef | None, text: str) -> str:
+    """Round-trip text through a definition (raises ValueError when it rejects the key)."""
+    if definition is None:
+        raise ValueError("the consumer is not partitioned; map to it with FixedKeyMapper")
+    return definition.format_key(definition.parse_key(text))
+
+
+class IdentityMapper(PartitionMapper):
+    """Upstream key k completes downstream key k (same canonical text)."""
+
+    def downstream_keys(self, upstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[str, ...]:
+        return (_canonical(downstream, upstream_key),)
+
+    def requirement(self, downstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> Requirement:
+        key = downstream_key if upstream is None else _canonical(upstream, downstream_key)
+        return Requirement((key,))
+
+
+_PERIODS = ("hour", "day", "week", "month", "quarter", "year")
+
+
+def _window(period: str, moment: dt.datetime | dt.date, week_start: int) -> tuple[dt.date | dt.datetime, dt.date | dt.datetime]:
+    """[start, next start) of the calendar window containing ``moment`` (local wall time)."""
+    if period == "hour":
+        assert isinstance(moment, dt.datetime)
+        start_hour = moment.replace(minute=0, second=0, microsecond=0)
+        return start_hour, start_hour + dt.timedelta(hours=1)
+    day = moment.date() if isinstance(moment, dt.datetime) else moment
+    if period == "day":
+        return day, day + dt.timedelta(days=1)
+    if period == "week":
+        start = day - dt.timedelta(days=(day.weekday() - week_start) % 7)
+        return start, start + dt.timedelta(days=7)
+    if period == "month":
+        start = day.replace(day=1)
+        return start, (start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1))
+    if period == "quarter":
+        start = day.replace(month=(day.month - 1) // 3 * 3 + 1, day=1)
+        month = start.month + 3
+        return start, start.replace(year=start.year + (month > 12), month=(month - 1) % 12 + 1)
+    start = day.replace(month=1, day=1)
+    return start, start.replace(year=start.year + 1)
+
+
+class RollupMapper(PartitionMapper):
+    """Many upstream time keys roll up into the window that contains them.
+
+    ``period`` is hour, day, week, month, quarter or year. The downstream
+    key is the window's start in the downstream definition (a day for
+    `DatePartitionDef`, the 1st for `MonthlyPartitionDef`, the hour for
+    `HourlyPartitionDef`); the upstream keys are every key of the upstream
+    definition inside the window, so a daylight-saving day has 23 or 25
+    hours. ``minimum`` runs the consumer once that many are present.
+    ``week_start`` is 0 for Monday.
+    """
+
+    def __init__(self, period: str, *, minimum: int | None = None, week_start: int = 0) -> None:
+        if period not in _PERIODS:
+            raise DefinitionError(f"RollupMapper period must be one of {', '.join(_PERIODS)}")
+        if minimum is not None and (isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 1):
+            raise DefinitionError("RollupMapper minimum must be a positive integer")
+        if isinstance(week_start, bool) or not isinstance(week_start, int) or not 0 <= week_start <= 6:
+            raise DefinitionError("RollupMapper week_start must be 0 (Monday) to 6 (Sunday)")
+        self.period, self.minimum, self.week_start = period, minimum, week_start
+
+    def describe(self) -> str:
+        extra = "" if self.minimum is None else f", minimum={self.minimum}"
+        return f"RollupMapper({self.period!r}{extra})"
+
+    def _local(self, definition: PartitionDef, key: Any) -> dt.datetime | dt.date:
+        return key  # hourly keys are aware datetimes in the definition's zone; dates stay dates
+
+    def downstream_keys(self, upstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[str, ...]:
+        if upstream is None or downstream is None:
+            raise ValueError("a roll-up maps between two time partition definitions")
+        start, _ = _window(self.period, self._local(upstream, upstream.parse_key(upstream_key)), self.week_start)
+        return (downstream.format_key(self._downstream_key(downstream, start)),)
+
+    def _downstream_key(self, downstream: PartitionDef, start: dt.date | dt.datetime) -> Any:
+        if isinstance(downstream, HourlyPartitionDef):
+            if not isinstance(start, dt.datetime):
+                raise ValueError("an hourly consumer needs an hourly roll-up window")
+            return downstream.normalize_key(start)
+        day = start.date() if isinstance(start, dt.datetime) else start
+        if isinstance(downstream, MonthlyPartitionDef):
+            return downstream.normalize_key(day.replace(day=1))
+        return downstream.normalize_key(day)
+
+    def requirement(self, downstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> Requirement:
+        if upstream is None or downstream is None:
+            raise ValueError("a roll-up maps between two time partition definitions")
+        start, end = _window(self.period, downstream.parse_key(downstream_key), self.week_start)
+        keys = self._window_keys(upstream, start, end)
+        return Requirement(tuple(upstream.format_key(key) for key in keys), self.minimum)
+
+    def _window_keys(self, upstream: PartitionDef, start: Any, end: Any) -> tuple[Any, ...]:
+        if isinstance(upstream, HourlyPartitionDef):
+            zone = upstream.normalize_key(dt.datetime(2000, 1, 1, tzinfo=dt.UTC)).tzinfo
+            first = _local_midnight(start, zone) if not isinstance(start, dt.datetime) else start
+            after = _local_midnight(end, zone) if not isinstance(end, dt.datetime) else end
+            last = (after.astimezone(dt.UTC) - dt.timedelta(hours=1)).astimezone(zone)
+            return upstream.range(upstream.normalize_key(first), upstream.normalize_key(last))
+        if isinstance(upstream, MonthlyPartitionDef):
+            last_month = (end - dt.timedelta(days=1)).replace(day=1)
+            return upstream.range(start.replace(day=1), last_month)
+        if isinstance(upstream, DatePartitionDef):
+            day_start = start.date() if isinstance(start, dt.datetime) else start
+            day_end = end.date() if isinstance(end, dt.datetime) else end
+            return upstream.range(day_start, day_end - dt.timedelta(days=1))
+        raise ValueError("a roll-up's upstream must be an hourly, daily or monthly definition")
+
+
+def _local_midnight(day: dt.date, zone: Any) -> dt.datetime:
+    """The first instant of ``day`` in ``zone`` (a zone may skip midnight itself)."""
+    moment = dt.datetime(day.year, day.month, day.day, tzinfo=zone)
+    round_trip = moment.astimezone(dt.UTC).astimezone(zone)
+    return round_trip if round_trip.date() == day else moment + dt.timedelta(hours=1)
+
+
+class AllowedKeysMapper(PartitionMapper):
+    """Only upstream keys in ``allowed`` (a collection or a predicate) reach the consumer; then ``inner``."""
+
+    def __init__(self, allowed: Collection[str] | Callable[[str], bool], inner: PartitionMapper | None = None) -> None:
+        if not callable(allowed) and (isinstance(allowed, (str, bytes)) or not isinstance(allowed, Collection)):
+            raise DefinitionError("AllowedKeysMapper allowed must be a collection of keys or a predicate")
+        self._allowed = allowed if callable(allowed) else frozenset(allowed)
+        self._inner = inner or IdentityMapper()
+
+    def _accepts(self, key: str) -> bool:
+        allowed = self._allowed
+        return bool(allowed(key)) if callable(allowed) else key in allowed  # type: ignore[operator]
+
+    def downstream_keys(self, upstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[str, ...]:
+        if not self._accepts(upstream_key):
+            return ()
+        return self._inner.downstream_keys(upstream_key, upstream, downstream)
+
+    def requirement(self, downstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> Requirement:
+        needed = self._inner.requirement(downstream_key, upstream, downstream)
+        return Requirement(tuple(key for key in needed.keys if self._accepts(key)), needed.minimum)
+
+
+class FixedKeyMapper(PartitionMapper):
+    """Every upstream event concerns one fixed consumer key (or the unpartitioned consumer: ``key=None``)."""
+
+    def __init__(self, key: str | None = None) -> None:
+        if key is not None and (not isinstance(key, str) or not key):
+            raise DefinitionError("FixedKeyMapper key must be a non-empty string or None")
+        self.key = key
+
+    def downstream_keys(self, upstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[str, ...]:
+        if self.key is None:
+            return ("",)
+        return (_canonical(downstream, self.key),)
+
+    def requirement(self, downstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> Requirement:
+        return Requirement((), None)  # any event of the upstream asset
+
+
+class ProductMapper(PartitionMapper):
+    """Multi-partition keys: one mapper per dimension (identity for dimensions not named)."""
+
+    def __init__(self, dimensions: Mapping[str, PartitionMapper]) -> None:
+        if not isinstance(dimensions, Mapping) or not dimensions:
+            raise DefinitionError("ProductMapper needs a mapping of dimension name to mapper")
+        for name, mapper in dimensions.items():
+            if not isinstance(mapper, PartitionMapper):
+                raise DefinitionError(f"ProductMapper dimension {name!r} must be a PartitionMapper")
+        self._dimensions = dict(dimensions)
+
+    def _defs(self, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[MultiPartitionDef, MultiPartitionDef]:
+        if not isinstance(upstream, MultiPartitionDef) or not isinstance(downstream, MultiPartitionDef):
+            raise ValueError("ProductMapper maps between two MultiPartitionDef definitions")
+        if list(upstream.dimensions) != list(downstream.dimensions):
+            raise ValueError("ProductMapper needs the same dimensions upstream and downstream")
+        return upstream, downstream
+
+    def downstream_keys(self, upstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[str, ...]:
+        up, down = self._defs(upstream, downstream)
+        key: MultiPartitionKey = up.parse_key(upstream_key)
+        per_dimension: list[tuple[str, ...]] = []
+        for name, definition in up.dimensions.items():
+            mapper = self._dimensions.get(name, IdentityMapper())
+            text = definition.format_key(key[name])
+            per_dimension.append(mapper.downstream_keys(text, definition, down.dimensions[name]))
+        return tuple("|".join(parts) for parts in _product(per_dimension))
+
+    def requirement(self, downstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> Requirement:
+        up, down = self._defs(upstream, downstream)
+        key: MultiPartitionKey = down.parse_key(downstream_key)
+        per_dimension: list[tuple[str, ...]] = []
+        minimum = None
+        for name, definition in down.dimensions.items():
+            mapper = self._dimensions.get(name, IdentityMapper())
+            needed = mapper.requirement(definition.format_key(key[name]), up.dimensions[name], definition)
+            per_dimension.append(needed.keys)
+            minimum = needed.minimum if needed.minimum is not None else minimum
+        return Requirement(tuple("|".join(parts) for parts in _product(per_dimension)), minimum)
+
+
+def _product(parts: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    combos: list[tuple[str, ...]] = [()]
+    for options in parts:
+        combos = [(*combo, option) for combo in combos for option in options]
+    return combos
