@@ -13,12 +13,14 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from partita.automation.triggers import CronPartitions, OnAssetEvents
 from partita.definitions.assets import AssetDefinition, asset_name_of
 from partita.definitions.config import RunConfig, check_positive_int
 from partita.definitions.groups import PartitionGroup
 from partita.definitions.policies import ResourcePolicy
 from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import ConfigurationError, DefinitionError, PlanningError
+from partita.events.model import AssetEvent
 from partita.execution.clock import Clock
 from partita.execution.engine import DEFAULT_CANCEL_GRACE_SECONDS, RunOptions, execute_plan
 from partita.execution.events import ExecutionObserver
@@ -104,6 +106,8 @@ class Flow:
         cancel_grace_seconds: float = DEFAULT_CANCEL_GRACE_SECONDS,
         store: Store | str | bool | None = None,
         record_partition_keys: bool = False,
+        name: str | None = None,
+        trigger: Any = None,
     ) -> None:
         self.targets = _target_names(targets)
         if registry is not None and not isinstance(registry, AssetRegistry):
@@ -137,6 +141,12 @@ class Flow:
         if not isinstance(record_partition_keys, bool):
             raise DefinitionError("Flow record_partition_keys must be True or False")
         self.record_partition_keys = record_partition_keys
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise DefinitionError("Flow name must be a non-empty string")
+        self.name = name or "+".join(self.targets)
+        if trigger is not None and not isinstance(trigger, (OnAssetEvents, CronPartitions)):
+            raise DefinitionError("Flow trigger must be OnAssetEvents(...) or CronPartitions(...)")
+        self.trigger = trigger
 
     def with_targets(self, targets: Any) -> Flow:
         """The same flow options applied to other targets of the same registry."""
@@ -204,7 +214,12 @@ class Flow:
             return
         yield spec  # type: ignore[misc]
 
-    def _options(self, observers: Sequence[ExecutionObserver], store: Store | None) -> RunOptions:
+    def _options(
+        self,
+        observers: Sequence[ExecutionObserver],
+        store: Store | None,
+        triggering_events: Sequence[AssetEvent] = (),
+    ) -> RunOptions:
         journal = None
         if store is not None:
             journal = StoreJournal(store, record_partition_keys=self.record_partition_keys)
@@ -220,9 +235,17 @@ class Flow:
             on_failure=self.on_failure,
             on_complete=self.on_complete,
             cancel_grace_seconds=self.cancel_grace_seconds,
+            triggering_events=tuple(triggering_events),
         )
 
-    def run(self, config: ConfigLike | FlowPlan = None, *, observers: Sequence[ExecutionObserver] = ()) -> RunResult:
+    def run(
+        self,
+        config: ConfigLike | FlowPlan = None,
+        *,
+        observers: Sequence[ExecutionObserver] = (),
+        run_id: str | None = None,
+        triggering_events: Sequence[AssetEvent] = (),
+    ) -> RunResult:
         """Plan (or take an approved plan) and execute it to completion.
 
         Observers receive execution events (`RunStarted`, `AttemptStarted`,
@@ -238,7 +261,8 @@ class Flow:
                 "Flow.run() was called inside a running event loop; use 'await flow.run_async(...)'"
             )
         with self._recording() as store:
-            return asyncio.run(execute_plan(plan, self._options(observers, store)))
+            options = self._options(observers, store, triggering_events)
+            return asyncio.run(execute_plan(plan, options, run_id=run_id))
 
     async def run_async(
         self, config: ConfigLike | FlowPlan = None, *, observers: Sequence[ExecutionObserver] = ()

@@ -11,17 +11,25 @@ first gets the two runs docs/results-and-history.md records (`HISTORY_RUNS`),
 and the placeholders ``RUN_ID`` (the first, failed run), ``RUN_A`` (the first)
 and ``RUN_B`` (the second) are replaced by their ids. ``partita events ...``
 commands read the event log, so their directory first gets the runs and the
-publication docs/events.md shows (`EVENT_HISTORY`). Every ``--json``
-document is validated against its schema in docs/schemas.
+publication docs/events.md shows (`EVENT_HISTORY`). Commands that read the
+registry of the runtime domain ``tenants`` or its discovery events
+(``partitions --domain``, ``partitions retire``, ``events list --asset
+tenants``) first get one discovering run (`TENANT_HISTORY`); the tenant table
+of examples/tenant_fanout.py lives in ``$TENANT_DATA`` under the temporary
+directory. Every ``--json`` document is validated against its schema in
+docs/schemas.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shlex
+import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -359,6 +367,55 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "published orders-snapshot.json: publication ",
         "same publication as the previous snapshot: False",
     ],
+    # docs/runtime-partitions.md; run with EXAMPLE_ARGUMENTS, and in the tests below
+    "tenant_fanout.py": [
+        "data folder: tenant-data",
+        "run 1: success, discovered ['acme', 'globex', 'initech']",
+        "  invoice acme: 108 EUR",
+        "  invoice globex: 20 EUR",
+        "  billing total: 398 EUR",
+        "  discovery events:",
+        "tenants acme {'plan': 'pro'}",
+        "tenants globex {'plan': 'basic'}",
+        "tenants initech {'plan': 'pro'}",
+        "retired globex in the registry: retired",
+        "run 2: success, discovered ['acme', 'initech', 'umbrella']",
+        "  invoice umbrella: 180 EUR",
+        "    globex   retired first seen ",
+        "    umbrella active  first seen ",
+        "tenants umbrella {'plan': 'pro'}",
+        "run 3: success, discovered ['acme', 'globex', 'initech', 'umbrella']",
+        "    globex   active  first seen ",
+        "globex history: [('retired', '-'), ('reactivated', 'run 3')]",
+    ],
+    "runtime_rules.py": [
+        "plan: discover, domain runtime:regions, key count None, attempts None (1 known before running)",
+        "declared so far: ['eu-west', 'us-east']",
+        "discovered: ('eu-west', 'us-east')",
+        "extra: {'eu-west': {'stores': 41}, 'us-east': {'stores': 17}}",
+        "  regions - success -> {'eu-west': 41, 'us-east': 17}",
+        "  sales eu-west success -> 'eu-west: 41 stores'",
+        "  forecast us-east success -> 'US-EAST: 17 STORES'",
+        "events kept without a store: 0",
+        "narrowed to us-east and apac, discovered: ('eu-west', 'us-east')",
+        "  sales us-east success -> 'us-east: 17 stores'",
+        "  sales apac skipped (partition_not_discovered)",
+        "  forecast apac skipped (dependency_failed)",
+        "max_keys=2: DiscoveryError: asset 'regions' declared more than max_keys=2 keys for runtime:regions; "
+        "downstream attempts: 0",
+        "allowed keys: DiscoveryError: asset 'regions' declared a key that runtime:regions rejects: partition key is "
+        "not one of the keys allowed by runtime:regions; downstream attempts: 0",
+        "allowed predicate: DiscoveryError: asset 'regions' declared a key that runtime:regions rejects: partition "
+        "key is not allowed by runtime:regions; downstream attempts: 0",
+        "key length: DiscoveryError: asset 'regions' declared a key that runtime:regions rejects: runtime partition "
+        "keys are at most 255 characters; downstream attempts: 0",
+        "output mapping: DiscoveryError: asset 'regions' returned an output for a key it did not declare; declare "
+        "every key with add_partition or partition_keys; downstream attempts: 0",
+        "declared both ways: DiscoveryError: asset 'regions' called add_partition already; declare keys one way, "
+        "not both; downstream attempts: 0",
+        "inside a product: DefinitionError: MultiPartitionDef dimension 'region': a runtime definition cannot be a "
+        "dimension of a product",
+    ],
 }
 
 # Command-line arguments for examples that need them, as their docs show them
@@ -368,6 +425,7 @@ EXAMPLE_ARGUMENTS: dict[str, list[str]] = {
     "materialization_provenance.py": ["--root", "./materialized"],
     "materialization_invalidation.py": ["--root", "./materialized"],
     "partial_aggregation.py": ["--root", "./materialized", "--snapshot", "./orders-snapshot.json"],
+    "tenant_fanout.py": ["--data", "./tenant-data"],
 }
 
 # Every `partita ...` command shown in README.md and docs/*.md: exit code and
@@ -538,6 +596,66 @@ CLI_COMMANDS: dict[str, tuple[int, list[str]]] = {
     ),
     # docs/cli.md
     "partita events --help": (0, ["emit", "list"]),
+    # docs/runtime-partitions.md (registry and discovery-event commands first get `TENANT_HISTORY`)
+    "partita plan examples/tenant_fanout.py": (
+        0,
+        [
+            "tenants",
+            "discovers (1)",
+            "usage",
+            "at run time",
+            "billing_total",
+            "selection: discovered at run time by 'tenants'",
+            "attempts: 2 + fan-out",
+        ],
+    ),
+    "partita run examples/tenant_fanout.py --yes": (
+        0,
+        ["tenants", "usage", "invoice", "billing_total", "status: success", "discovers (1)", "recorded as run"],
+    ),
+    "partita plan examples/tenant_fanout.py --json": (
+        0,
+        ['"kind": "discover"', '"key_count": null', '"keys_known_at": "run time"', '"discovers": true'],
+    ),
+    "partita plan examples/tenant_fanout.py --partition-key acme --partition-key hooli": (
+        0,
+        ["discovers (1)", "selection: keys in domain runtime:tenants, 2 keys", "attempts: 6"],
+    ),
+    "partita run examples/tenant_fanout.py --partition-key acme --partition-key hooli --yes": (
+        0,
+        ["tenants", "success", "usage", "skipped", "invoice", "skipped", "billing_total", "skipped", "status: success"],
+    ),
+    "partita events list --asset tenants --json": (
+        0,
+        [
+            '"schema": "partita.events"',
+            '"asset": "tenants"',
+            '"partition_key": "acme"',
+            '"plan": "pro"',
+            '"kind": "discovery"',
+        ],
+    ),
+    "partita partitions examples/tenant_fanout.py --domain tenants": (
+        0,
+        ["known partitions of runtime:tenants", "acme", "active", "globex", "active", "initech", "active"],
+    ),
+    "partita partitions examples/tenant_fanout.py --domain tenants --json": (
+        0,
+        ['"schema": "partita.partitions"', '"domain": "runtime:tenants"', '"key": "acme"', '"state": "active"'],
+    ),
+    "partita partitions retire tenants globex": (0, ["retired a partition of runtime:tenants (last seen "]),
+    "partita partitions retire tenants globex --json": (
+        0,
+        [
+            '"schema": "partita.partition-retired"',
+            '"domain": "runtime:tenants"',
+            '"key": "globex"',
+            '"state": "retired"',
+        ],
+    ),
+    # docs/cli.md
+    "partita partitions --help": (0, ["--domain NAME", "partitions retire NAME KEY", "retire"]),
+    "partita partitions retire --help": (0, ["NAME KEY", "--store URL", "--json"]),
 }
 
 # What `partita runs ...` commands in the docs read: recorded in their temporary directory first.
@@ -553,6 +671,8 @@ EVENT_HISTORY = (
     "partita events emit batch examples/batch_ingestion.py --partition-key 44 --extra '{\"rows\":1100}' "
     "--dedupe-key batch-44",
 )
+# What commands reading the tenant registry or its discovery events need: a discovering run first.
+TENANT_HISTORY = ("partita run examples/tenant_fanout.py --yes",)
 SCHEMAS = REPO / "docs" / "schemas"
 SCHEMA_REGISTRY: Registry = Registry().with_resources(
     (path.name, Resource.from_contents(json.loads(path.read_text()), default_specification=DRAFT202012))
@@ -564,6 +684,7 @@ def _environment(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["QUICKSTART_OUTPUT"] = str(tmp_path / "quickstart-out")
     env["BATCH_OUTPUT"] = str(tmp_path / "batch-out")
+    env["TENANT_DATA"] = str(tmp_path / "tenant-data")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop("PARTITA_STORE", None)
     return env
@@ -723,6 +844,15 @@ def _with_events(command: str, workdir: Path) -> None:
             _partita(shlex.split(earlier)[1:], workdir)
 
 
+def _reads_tenant_registry(arguments: list[str]) -> bool:
+    """`partitions --domain`, `partitions retire` and the tenants' events read what a discovering run wrote."""
+    if "--help" in arguments:
+        return False
+    if arguments[0] == "partitions":
+        return "--domain" in arguments or arguments[1] == "retire"
+    return arguments[0] == "events" and "tenants" in arguments
+
+
 @pytest.mark.parametrize("command", sorted(CLI_COMMANDS))
 def test_documented_command(command: str, workdir: Path):
     expected_code, expected_text = CLI_COMMANDS[command]
@@ -731,6 +861,9 @@ def test_documented_command(command: str, workdir: Path):
         arguments = _with_history(arguments, workdir)
     if arguments[0] == "events" and "--help" not in arguments:
         _with_events(command, workdir)
+    if _reads_tenant_registry(arguments):
+        for earlier in TENANT_HISTORY:
+            _partita(shlex.split(earlier)[1:], workdir)
     completed = subprocess.run(
         [*_partita_command(), *arguments],
         cwd=workdir,
@@ -1064,3 +1197,124 @@ def test_operations_signal_records_flow_and_attempt_provenance(tmp_path: Path):
     assert incident.partition_key is None
     assert incident.extra == {"run_id": incident.source.run_id, "failed_assets": ["regional_export"]}
     assert (cleanup.partition_key, cleanup.extra["run_id"]) == ("us", incident.source.run_id)
+
+
+# --- docs/runtime-partitions.md: tenants discovered from a table, the registry follows the table
+
+
+def _tenant_runs(output: str) -> dict[str, dict[str, list[str]]]:
+    """Per `run N:` block: `registry` lines as [key, state, last run] and discovery `events` as [id, key]."""
+    runs: dict[str, dict[str, list[str]]] = {}
+    current: dict[str, list[str]] = {}
+    for line in output.splitlines():
+        if line.startswith("run "):
+            current = runs.setdefault(line.split(":")[0], {"registry": [], "events": []})
+        elif line.startswith("    event "):
+            number, rest = line.removeprefix("    event ").split(": ", 1)
+            current["events"].append(f"{number} {rest.split()[1]}")
+        elif line.startswith("    ") and " first seen " in line:
+            key, state = line.split()[:2]
+            current["registry"].append(f"{key} {state} {line.rsplit('(', 1)[1].rstrip(')')}")
+    return runs
+
+
+def test_tenant_fanout_registry_shows_the_new_tenant_and_the_retired_one(tmp_path: Path):
+    completed = _run_example("tenant_fanout.py", ["--data", "./tenant-data"], tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    runs = _tenant_runs(completed.stdout)
+    assert runs["run 1"]["registry"] == ["acme active run 1", "globex active run 1", "initech active run 1"]
+    assert runs["run 2"]["registry"] == [
+        "acme active run 2",
+        "globex retired run 1",  # retired, and no longer discovered: last seen in run 1
+        "initech active run 2",
+        "umbrella active run 2",  # the new tenant
+    ]
+    assert runs["run 3"]["registry"] == [
+        "acme active run 3",
+        "globex active run 3",  # discovered again: reactivated
+        "initech active run 3",
+        "umbrella active run 3",
+    ]
+    # One discovery event per active tenant; `hooli` is inactive and never discovered. Between the
+    # runs' discovery events lie the outlets of usage, invoice and billing_total, none for the producer.
+    assert runs["run 1"]["events"] == ["1 acme", "2 globex", "3 initech"]
+    assert runs["run 2"]["events"] == ["11 acme", "12 initech", "13 umbrella"]
+    assert runs["run 3"]["events"] == ["21 acme", "22 globex", "23 initech", "24 umbrella"]
+    assert "hooli" not in completed.stdout
+    assert sorted(path.name for path in (tmp_path / "tenant-data").iterdir() if path.suffix == ".db") == [
+        "partita.db",
+        "tenants.db",
+    ]
+
+
+def test_tenant_fanout_without_data_uses_a_new_temporary_folder_it_prints(tmp_path: Path):
+    completed = _run_example("tenant_fanout.py", [], tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    first_line = completed.stdout.splitlines()[0]
+    assert first_line.startswith("data folder: ")
+    folder = Path(first_line.removeprefix("data folder: "))
+    try:
+        assert folder.is_absolute() and (folder / "tenants.db").exists() and (folder / "partita.db").exists()
+        assert "globex history: [('retired', '-'), ('reactivated', 'run 3')]" in completed.stdout
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert list(tmp_path.iterdir()) == []  # nothing written to the working directory
+
+
+def _tenant_table_change(workdir: Path, statement: str, *parameters: object) -> None:
+    with contextlib.closing(sqlite3.connect(workdir / "tenant-data" / "tenants.db")) as connection, connection:
+        connection.execute(statement, parameters)
+
+
+def _registry(workdir: Path) -> dict[str, dict]:
+    listed = _partita(["partitions", "examples/tenant_fanout.py", "--domain", "tenants", "--json"], workdir)
+    assert listed.returncode == 0, listed.stderr
+    document = json.loads(listed.stdout)
+    _assert_matches_schema(document)
+    return {entry["key"]: entry for entry in document["keys"]}
+
+
+def test_tenant_fanout_as_a_cli_entry_follows_the_tenant_table(workdir: Path):
+    empty = _partita(["partitions", "examples/tenant_fanout.py", "--domain", "tenants"], workdir)
+    assert "No keys of runtime:tenants have been discovered yet." in empty.stdout + empty.stderr
+    first = _partita(["run", "examples/tenant_fanout.py", "--yes"], workdir)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (workdir / "tenant-data" / "tenants.db").exists()  # created and seeded from $TENANT_DATA
+    assert {key: entry["state"] for key, entry in _registry(workdir).items()} == {
+        "acme": "active",
+        "globex": "active",
+        "initech": "active",
+    }
+
+    _tenant_table_change(workdir, "INSERT INTO tenants VALUES ('umbrella', 'pro', 20, 1)")
+    _tenant_table_change(workdir, "UPDATE tenants SET active = 0 WHERE name = ?", "globex")
+    retired = _partita(["partitions", "retire", "tenants", "globex", "--json"], workdir)
+    assert retired.returncode == 0, retired.stderr
+    assert json.loads(retired.stdout)["partition"]["state"] == "retired"
+    second = _partita(["run", "examples/tenant_fanout.py", "--yes"], workdir)
+    assert second.returncode == 0, second.stdout + second.stderr
+
+    registry = _registry(workdir)
+    assert {key: entry["state"] for key, entry in registry.items()} == {
+        "acme": "active",
+        "globex": "retired",
+        "initech": "active",
+        "umbrella": "active",
+    }
+    assert registry["globex"]["last_seen"] < registry["acme"]["last_seen"]
+    assert registry["umbrella"]["first_seen"] > registry["acme"]["first_seen"]
+    runs = [run["run_id"] for run in json.loads(_partita(["runs", "list", "--json"], workdir).stdout)["runs"]]
+    assert registry["umbrella"]["last_run_id"] == registry["acme"]["last_run_id"] == runs[0]
+    assert registry["globex"]["last_run_id"] == runs[1]
+
+    listed = _partita(["events", "list", "--asset", "tenants", "--json"], workdir)
+    events = json.loads(listed.stdout)["events"]
+    _assert_matches_schema(json.loads(listed.stdout))
+    by_run = {run_id: [e["partition_key"] for e in events if e["source"]["run_id"] == run_id] for run_id in runs}
+    assert by_run == {runs[1]: ["acme", "globex", "initech"], runs[0]: ["acme", "initech", "umbrella"]}
+    assert {event["source"]["kind"] for event in events} == {"discovery"}  # no outlet event for the producer
+    assert {event["extra"]["plan"] for event in events} == {"pro", "basic"}
+
+    unknown = _partita(["partitions", "retire", "tenants", "hooli"], workdir)
+    assert unknown.returncode == 2
+    assert "has no known partition with that key" in unknown.stderr

@@ -49,6 +49,7 @@ CLI_DOCUMENTS = (
     "runs-compare",
     "events",
     "emission",
+    "partition-retired",
 )
 SECRET = "tenant-secret-42"  # a distinctive key: it must never leak unless recorded on purpose
 WAIT = 30.0  # seconds any wait for work may take before the test fails
@@ -977,3 +978,251 @@ def test_outlet_events_of_reused_outputs_match_the_events_schema(tmp_path: Path)
     assert [event["source"]["invocation"] for event in outlets] == [1, None]  # reused: the body was not invoked
     assert all(set(event["extra"]) == {"materialization_id"} for event in outlets)
     assert_valid({"schema": "partita.events", "version": 1, "store": url, "events": outlets}, "events.v1.json")
+
+
+# -- partitions discovered at run time (SPEC §9) -------------------------------------
+
+
+def _runtime_flow(**options: Any) -> p.Flow:
+    """A producer discovering three tenants, two fanned-out assets, an unpartitioned total."""
+    registry = p.AssetRegistry()
+    tenants = p.PartitionAtRuntime("tenants", max_keys=10)
+
+    @p.asset(partition_def=tenants, registry=registry)
+    def discover(context) -> dict[str, int]:
+        context.partition_keys = [p.PartitionKey(key, extra={"seats": 3}) for key in (SECRET, "acme", "globex")]
+        return {SECRET: 3, "acme": 5, "globex": 8}
+
+    @p.asset(partition_def=tenants, registry=registry, resource="billing")
+    def usage(discover: int) -> int:
+        return discover * 30
+
+    @p.asset(partition_def=tenants, registry=registry)
+    def invoice(usage: int) -> int:
+        return usage // 3
+
+    @p.asset(registry=registry)
+    def total(invoice: dict) -> int:
+        return sum(invoice.values())
+
+    return p.Flow(
+        ["total"],
+        registry=registry,
+        resources={"billing": p.ResourcePolicy(max_concurrency=2)},
+        partition_groups=[p.PartitionGroup(["usage", "invoice"])],
+        **options,
+    )
+
+
+RUNTIME_PLAN_CASES: dict[str, dict[str, Any] | None] = {
+    "discover": None,
+    "narrowed to explicit keys": {"partition_keys": ["acme", "initech"]},
+    "deliberately empty": {"empty_partitions": True},
+}
+
+
+@pytest.mark.parametrize("case", sorted(RUNTIME_PLAN_CASES))
+def test_runtime_plan_documents_match_the_plan_schema(case: str):
+    document = _runtime_flow().plan(RUNTIME_PLAN_CASES[case]).to_dict()
+    assert_valid(document, "plan.v1.json")
+    assert document["selection"]["domain"] == "runtime:tenants"
+    assert document["selection"]["runtime"]["producer"] == "discover"
+    assert document["selection"]["runtime"]["max_keys"] == 10
+    assert "acme" not in json.dumps(document)  # explicit keys are counted, never listed
+
+
+def test_a_discover_plan_has_unknown_counts_and_marks_the_producer():
+    document = _runtime_flow().plan().to_dict()
+    assert document["selection"] == {
+        "kind": "discover",
+        "domain": "runtime:tenants",
+        "key_count": None,
+        "runtime": {"producer": "discover", "keys_known_at": "run time", "max_keys": 10},
+    }
+    assert document["attempt_count"] is None
+    counts = {task["name"]: (task["attempt_count"], task.get("discovers")) for task in document["tasks"]}
+    assert counts == {"discover": (1, True), "usage": (None, None), "invoice": (None, None), "total": (1, None)}
+    partition = document["tasks"][0]["partition"]
+    assert (partition["kind"], partition["max_keys"], partition["allowed"]) == ("runtime", 10, None)
+
+
+def test_a_narrowed_runtime_plan_counts_the_selected_keys():
+    document = _runtime_flow().plan({"partition_keys": ["acme", "initech"]}).to_dict()
+    assert document["selection"]["kind"] == "keys"
+    assert document["selection"]["key_count"] == 2
+    assert document["selection"]["runtime"]["keys_known_at"] == "plan time"
+    assert document["attempt_count"] == 1 + 2 + 2 + 1  # the producer still runs and discovers
+    assert document["tasks"][0]["discovers"] is True
+
+
+def test_plan_schema_rejects_runtime_drift():
+    discover = _runtime_flow().plan().to_dict()
+    narrowed = _runtime_flow().plan({"partition_keys": ["acme"]}).to_dict()
+    selection, runtime = discover["selection"], discover["selection"]["runtime"]
+    producer, fanned_out = discover["tasks"][0], discover["tasks"][1]
+    assert_invalid({**discover, "selection": {**selection, "key_count": 3}}, "plan.v1.json")
+    assert_invalid({**discover, "selection": {**selection, "domain": "date"}}, "plan.v1.json")
+    assert_invalid({**discover, "selection": {**selection, "runtime": {**runtime, "keys": ["acme"]}}}, "plan.v1.json")
+    assert_invalid(
+        {**discover, "selection": {**selection, "runtime": {**runtime, "keys_known_at": "plan time"}}}, "plan.v1.json"
+    )
+    assert_invalid({**discover, "selection": {**selection, "runtime": {**runtime, "max_keys": 0}}}, "plan.v1.json")
+    assert_invalid({**discover, "tasks": [{**producer, "discovers": False}, *discover["tasks"][1:]]}, "plan.v1.json")
+    assert_invalid({**discover, "tasks": [{**producer, "attempt_count": None}, *discover["tasks"][1:]]}, "plan.v1.json")
+    assert_invalid({**discover, "tasks": [producer, {**fanned_out, "attempt_count": -1}]}, "plan.v1.json")
+    assert_invalid({**narrowed, "selection": {**narrowed["selection"], "key_count": None}}, "plan.v1.json")
+    narrowed_runtime = {**narrowed["selection"]["runtime"], "keys_known_at": "run time"}
+    assert_invalid({**narrowed, "selection": {**narrowed["selection"], "runtime": narrowed_runtime}}, "plan.v1.json")
+    unpartitioned = {"kind": "unpartitioned", "domain": None, "key_count": 0, "runtime": runtime}
+    assert_invalid({**discover, "selection": unpartitioned}, "plan.v1.json")
+
+
+def test_discovering_runs_match_the_record_and_history_schemas(tmp_path: Path):
+    url = f"sqlite:///{tmp_path}/runtime.db"
+    flow = _runtime_flow(store=url)
+    discovered, narrowed = flow.run(), flow.run({"partition_keys": ["acme", "initech"]})
+    assert discovered.discovered_partition_keys("discover") == (SECRET, "acme", "globex")
+    for result in (discovered, narrowed):
+        for version in RECORD_VERSIONS:
+            record = result.to_record(version=version)
+            assert_valid(record, f"run-record.v{version}.json")
+            assert SECRET not in json.dumps(record)
+    assert discovered.to_record(version=4)["tasks"][0]["discovered_key_count"] == 3
+    store = open_store(url)
+    try:
+        stored_runs = store.list_runs(limit=5)
+        for run in stored_runs:
+            stored = render_record(run.header, store.get_tasks(run.run_id), 4)
+            assert_valid(stored, "run-record.v4.json")
+            assert SECRET not in json.dumps(stored)
+    finally:
+        store.close()
+    assert [run.run_id for run in stored_runs] == [narrowed.run_id, discovered.run_id]
+
+
+RUNTIME_ENTRY = """
+import json
+from pathlib import Path
+
+from partita import Flow, PartitionAtRuntime, PartitionKey, asset
+
+tenants = PartitionAtRuntime("tenants", max_keys=10)
+
+
+@asset(partition_def=tenants)
+def discover(context) -> None:
+    # The test edits tenants.json between runs: the set evolves without code changes.
+    for key in json.loads(Path("tenants.json").read_text()):
+        context.add_partition(PartitionKey(key, extra={"source": "tenants.json"}))
+
+
+@asset(partition_def=tenants)
+def usage(context, discover: None) -> str:
+    return context.partition_key
+
+
+flow = Flow(["usage"])
+"""
+
+
+def _tenants(*keys: str) -> None:
+    (Path.cwd() / "tenants.json").write_text(json.dumps(list(keys)))
+
+
+@pytest.fixture
+def runtime_entry(cli_store: str) -> str:
+    (Path.cwd() / "runtime.py").write_text(RUNTIME_ENTRY)
+    return cli_store
+
+
+def _known(*args: str) -> dict[str, dict[str, Any]]:
+    document = _json("partitions", "runtime.py", "--domain", "tenants", *args, "--json")
+    assert document["schema"] == "partita.partitions"
+    assert document["domain"] == "runtime:tenants"
+    assert_valid(document, "partitions.v1.json")
+    return {entry["key"]: entry for entry in document["keys"]}
+
+
+def test_the_registry_listing_matches_the_partitions_schema_as_keys_evolve(runtime_entry: str):
+    assert _known() == {}  # no store yet: an empty, valid listing
+    assert not Path(runtime_entry.removeprefix("sqlite:///")).exists()  # reading creates no store
+    _tenants("acme", "globex")
+    first_run = _json("run", "runtime.py", "--yes", "--json")
+    assert_valid(first_run, "run-result.v1.json")
+    assert first_run["plan"]["selection"]["kind"] == "discover"
+    known = _known()
+    assert {key: entry["state"] for key, entry in known.items()} == {"acme": "active", "globex": "active"}
+    assert known["acme"]["first_seen"] == known["acme"]["last_seen"]
+    assert known["acme"]["last_run_id"] == first_run["result"]["run_id"]
+
+    retired = _json("partitions", "retire", "tenants", "globex", "--json")
+    assert retired["schema"] == "partita.partition-retired"
+    assert (retired["domain"], retired["partition"]["key"], retired["partition"]["state"]) == (
+        "runtime:tenants",
+        "globex",
+        "retired",
+    )
+    assert_valid(retired, "partition-retired.v1.json")
+    again = _json("partitions", "retire", "runtime:tenants", "globex", "--json")  # no change the second time
+    assert again == retired
+
+    _tenants("acme", "initech")
+    _json("run", "runtime.py", "--yes", "--json")
+    known = _known()
+    assert {key: entry["state"] for key, entry in known.items()} == {
+        "acme": "active",
+        "globex": "retired",
+        "initech": "active",
+    }
+    assert known["globex"]["last_seen"] == retired["partition"]["last_seen"]  # not discovered since
+    assert known["acme"]["last_seen"] > known["acme"]["first_seen"]
+
+    _tenants("acme", "globex", "initech")
+    _json("run", "runtime.py", "--yes", "--json")
+    back = _known()["globex"]
+    assert back["state"] == "active"
+    assert back["retired_at"] == retired["partition"]["retired_at"]  # the last retirement is kept
+    assert back["reactivated_at"] is not None
+    assert_valid(_json("runs", "list", "--json"), "runs.v1.json")  # discovering runs have no planned count
+    events = _json("events", "list", "--asset", "discover", "--json")
+    assert_valid(events, "events.v1.json")
+    keys_per_run = [["acme", "globex"], ["acme", "initech"], ["acme", "globex", "initech"]]
+    assert [event["partition_key"] for event in events["events"]] == [key for keys in keys_per_run for key in keys]
+    assert {event["source"]["kind"] for event in events["events"]} == {"discovery"}  # no outlet for the producer
+    assert {json.dumps(event["extra"]) for event in events["events"]} == {'{"source": "tenants.json"}'}
+
+
+def test_partitions_schemas_reject_registry_drift(runtime_entry: str):
+    _tenants("acme")
+    _json("run", "runtime.py", "--yes", "--json")
+    listing = _json("partitions", "runtime.py", "--domain", "tenants", "--json")
+    entry = listing["keys"][0]
+    retired = _json("partitions", "retire", "tenants", "acme", "--json")
+
+    def with_entry(changed: dict[str, Any]) -> dict[str, Any]:
+        return {**listing, "keys": [changed]}
+
+    assert_invalid(with_entry({**entry, "state": "gone"}), "partitions.v1.json")
+    assert_invalid(with_entry({**entry, "state": "retired"}), "partitions.v1.json")  # retired without a time
+    assert_invalid(with_entry({**entry, "run_ids": []}), "partitions.v1.json")
+    assert_invalid(with_entry({**entry, "first_seen": "2026-08-08T10:00:00"}), "partitions.v1.json")
+    assert_invalid({**listing, "domain": "date"}, "partitions.v1.json")
+    assert_invalid({**listing, "assets": []}, "partitions.v1.json")  # one form or the other, not both
+    assert_invalid({**retired, "partition": {**retired["partition"], "state": "active"}}, "partition-retired.v1.json")
+    assert_invalid({**retired, "schema": "partita.partitions"}, "partition-retired.v1.json")
+    assert_invalid(retired, "partitions.v1.json")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code", "error_type"),
+    [
+        (["partitions", "retire", "tenants", "nobody", "--json"], 2, "UnknownPartitionError"),
+        (["partitions", "runtime.py", "--domain", "regions", "--json"], 2, "ConfigurationError"),
+    ],
+)
+def test_registry_errors_match_the_error_schema(runtime_entry: str, arguments: list[str], code: int, error_type: str):
+    _tenants("acme")
+    _json("run", "runtime.py", "--yes", "--json")
+    document = _json(*arguments, code=code)
+    assert document["error"]["type"] == error_type
+    assert_valid(document, "error.v1.json")

@@ -37,6 +37,40 @@ def _split(spec: str) -> tuple[str, str | None]:
     return spec, None
 
 
+def load_registry(spec: str) -> AssetRegistry:
+    """The asset definitions ENTRY declares (for validating events against them)."""
+    location, name = _split(spec)
+    if name is not None:
+        return load_entry(spec).registry
+    with fresh_default_registry() as registry:
+        module = _load_file(Path(location)) if location.endswith(".py") or Path(location).is_file() else _import_module(location)
+    if len(registry):
+        return registry
+    flows = [value for value in vars(module).values() if isinstance(value, Flow)]
+    if not flows:
+        raise EntryLoadError(f"entry {spec!r} registers no assets")
+    return flows[0].registry
+
+
+def load_trigger_flows(spec: str) -> list[Flow]:
+    """The flows with a trigger that ENTRY defines (or the one it names)."""
+    location, name = _split(spec)
+    if name is not None:
+        flow = load_entry(spec)
+        flows = [flow]
+    else:
+        with fresh_default_registry():
+            module = _load_file(Path(location)) if location.endswith(".py") or Path(location).is_file() else _import_module(location)
+        flows = [value for value in vars(module).values() if isinstance(value, Flow)]
+    triggered = [flow for flow in flows if flow.trigger is not None]
+    if not triggered:
+        raise EntryLoadError(f"entry {spec!r} defines no Flow with a trigger (Flow(..., trigger=OnAssetEvents(...)))")
+    names = [flow.name for flow in triggered]
+    if len(set(names)) != len(names):
+        raise EntryLoadError(f"entry {spec!r} defines two triggered flows with the same name; give each a name=")
+    return triggered
+
+
 def load_entry(spec: str) -> Flow:
     if not spec:
         raise EntryLoadError("entry is empty; pass path/file.py, path/file.py:name or pkg.module:name")

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from partita.cli.common import chosen_store_url, emit_document, handles_errors, opened_store, reading_store
-from partita.cli.entry import load_entry
+from partita.cli.entry import load_registry
 from partita.errors import ConfigurationError
 from partita.events.external import publish_event
 
@@ -119,12 +119,12 @@ def emit_event(
     as_json: bool,
 ) -> None:
     """Publish an event for ASSET, validated against ENTRY's definitions (source: external)."""
-    flow = load_entry(entry)
+    registry = load_registry(entry)
     with opened_store(store_url, False) as store:
         assert store is not None
         receipt = publish_event(
             store,
-            flow,
+            registry,
             asset,
             partition_key=partition_key,
             partition_date=_parse_date(partition_date),

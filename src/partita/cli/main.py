@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from partita import __version__
+from partita.cli.automation import flows, pending_document, render_pending, serve, trigger
 from partita.cli.common import (
     EXIT_ASSET_FAILED,
     EXIT_INTERRUPTED,
@@ -229,10 +230,23 @@ def _make_plan(
 @cli.command()
 @_entry_argument
 @_selection_options
+@click.option("--pending", is_flag=True, help="Show what ENTRY's triggers would start now (nothing starts).")
+@click.option("--store", "store_url", metavar="URL", default=None, help="Store for --pending.")
 @_json_option
 @handles_errors
-def plan(entry: str, targets: tuple[str, ...], as_json: bool, **selection: Any) -> None:
-    """Show what a run of ENTRY would do, without running anything."""
+def plan(entry: str, targets: tuple[str, ...], as_json: bool, pending: bool, store_url: str | None, **selection: Any) -> None:
+    """Show what a run of ENTRY would do, without running anything.
+
+    With --pending: the consumer runs ENTRY's triggers would start now, and
+    the keys still waiting for upstream events (nothing is started or recorded).
+    """
+    if pending:
+        document = pending_document(entry, store_url)
+        if as_json:
+            emit_document("pending", document)
+        else:
+            render_pending(document)
+        return
     _, flow_plan = _make_plan(entry, targets, **selection)
     if as_json:
         emit_json(flow_plan.to_dict())
@@ -332,6 +346,9 @@ def _report(result: RunResult, flow_plan: FlowPlan, as_json: bool) -> None:
 
 cli.add_command(runs)
 cli.add_command(events)
+cli.add_command(serve)
+cli.add_command(trigger)
+cli.add_command(flows)
 
 
 def main() -> None:

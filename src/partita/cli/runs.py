@@ -92,7 +92,7 @@ def list_runs(limit: int, status: str | None, store_url: str | None, as_json: bo
             run.header.started_at.strftime("%Y-%m-%d %H:%M:%S"),
             _seconds(run.duration),
             ", ".join(run.header.targets),
-            str(run.attempt_count),
+            "at run time" if run.attempt_count is None else str(run.attempt_count),
             str(run.counts.get("failed", 0)),
             str(run.counts.get("skipped", 0)),
         )
@@ -124,7 +124,8 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
     selection = record["selection"]
     console.print(
         f"targets: {', '.join(run.header.targets)}; selection: {selection['kind']}"
-        f" ({selection['domain'] or 'unpartitioned'}, {selection['key_count']} keys)",
+        f" ({selection['domain'] or 'unpartitioned'}, "
+        f"{'keys discovered at run time' if selection['key_count'] is None else str(selection['key_count']) + ' keys'})",
         highlight=False,
     )
     table = Table(title="tasks", title_justify="left")

@@ -25,7 +25,8 @@ class AssetContext:
     may itself be falsey, such as ``0`` or ``""``). ``invocation_number``
     starts at 1 and grows with each retry of the same attempt. A discovering
     producer of a runtime domain declares its keys with `add_partition` or
-    one ``partition_keys = [...]`` assignment.
+    one ``partition_keys = [...]`` assignment. In a run a trigger started,
+    ``triggering_events`` holds the asset events that started it.
     """
 
     __slots__ = (
@@ -36,6 +37,7 @@ class AssetContext:
         "invocation_number",
         "logger",
         "emitter",
+        "triggering_events",
         "_discovery",
     )
 
@@ -57,6 +59,7 @@ class AssetContext:
         logger: logging.Logger,
         emitter: Emitter | None = None,
         discovery: DiscoveryCollector | None = None,
+        triggering_events: tuple[Any, ...] = (),
     ) -> None:
         set_ = object.__setattr__
         set_(self, "asset_name", asset_name)
@@ -66,6 +69,7 @@ class AssetContext:
         set_(self, "invocation_number", invocation_number)
         set_(self, "logger", logger)
         set_(self, "emitter", emitter)
+        set_(self, "triggering_events", triggering_events)
         set_(self, "_discovery", discovery)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -127,6 +131,7 @@ class AssetContext:
                 self.logger,
                 self.emitter,
                 self._discovery,
+                self.triggering_events,
             ),
         )
 

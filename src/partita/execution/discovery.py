@@ -19,8 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from partita.errors import DiscoveryError
+from partita.events.emission import MAX_EXTRA_BYTES
 from partita.events.model import EventDraft, EventSource, SourceKind, now
+from partita.materialization.codecs import JsonCodec
 from partita.partitions.runtime import PartitionAtRuntime, PartitionKey
+
+_STRICT_JSON = JsonCodec()
 
 __all__ = [
     "DiscoveryCollector",
@@ -58,8 +62,18 @@ class DiscoveryCollector:
             key = self._definition.normalize_key(key)
         except ValueError as exc:
             raise DiscoveryError(f"asset {self._asset_name!r} declared a key that {self._definition.domain} rejects: {exc}") from None
-        if extra is not None and not isinstance(extra, Mapping):
-            raise DiscoveryError(f"asset {self._asset_name!r}: a discovered key's extra must be a JSON object (a dict)")
+        if extra is not None:
+            if not isinstance(extra, Mapping):
+                raise DiscoveryError(f"asset {self._asset_name!r}: a discovered key's extra must be a JSON object (a dict)")
+            try:
+                _STRICT_JSON.check(dict(extra), "extra")
+                size = len(_STRICT_JSON.encode(dict(extra)))
+            except ValueError as exc:
+                raise DiscoveryError(f"asset {self._asset_name!r}: a discovered key's extra is not strict JSON: {exc}") from None
+            if size > MAX_EXTRA_BYTES:
+                raise DiscoveryError(
+                    f"asset {self._asset_name!r}: a discovered key's extra is {size} bytes of JSON; the limit is {MAX_EXTRA_BYTES}"
+                )
         if key in self._keys:
             return  # declared twice: one key
         limit = self._definition.max_keys

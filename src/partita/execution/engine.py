@@ -94,6 +94,8 @@ class RunOptions:
     #: Where emissions go (memory when None); ``store_url`` lets worker processes reconnect.
     event_log: EventLog | None = None
     store_url: str | None = None
+    #: Events that made a trigger start this run (`AssetContext.triggering_events`).
+    triggering_events: tuple[Any, ...] = ()
 
 
 class _Run:
@@ -242,6 +244,8 @@ class _Run:
             except (TimeoutError, asyncio.CancelledError):
                 pass
         for task in self.tasks:
+            if task.deferred and task.size == 0:
+                task.empty_reason = SkipReason.CANCELLED  # the discovery never finished
             for key_index in range(task.size):
                 if task.results[key_index] is None:
                     cancelled = AttemptResult(
@@ -464,6 +468,7 @@ class _Run:
             logger=task.logger,
             emitter=emitter,
             discovery=discovery,
+            triggering_events=self.options.triggering_events,
         )
 
     async def _run_async(

@@ -19,6 +19,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
     text,
 )
 
@@ -33,10 +34,15 @@ __all__ = [
     "partition_history",
     "partitions",
     "runs",
+    "trigger_requests",
+    "trigger_waiting",
+    "trigger_cursors",
+    "flow_state",
+    "daemons",
 ]
 
 #: Every migration revision this version ships, oldest first.
-KNOWN_REVISIONS = ("0001", "0002", "0003")
+KNOWN_REVISIONS = ("0001", "0002", "0003", "0004")
 SCHEMA_HEAD = KNOWN_REVISIONS[-1]
 #: Alembic's bookkeeping table, named for partita so a database shared with
 #: another Alembic-managed application keeps both histories apart.
@@ -162,4 +168,59 @@ partition_history = Table(
     Column("at", Float, nullable=False),
     Column("run_id", String(64)),
     Index("ix_partita_partition_history_key", "domain", "partition_key", "id"),
+)
+
+trigger_requests = Table(
+    "partita_trigger_requests",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    Column("flow", Text, nullable=False),
+    Column("partition_key", Text, nullable=False),  # canonical text; "" for an unpartitioned consumer
+    # One request per (flow, key, generation): new events join the open request
+    # until its run starts; later events open the next generation.
+    Column("generation", Integer, nullable=False),
+    Column("status", String(16), nullable=False),  # pending | claimed | finished
+    Column("event_ids", Text, nullable=False),  # JSON list of triggering event ids
+    Column("run_id", String(64)),
+    Column("created_at", Float, nullable=False),
+    Column("claimed_at", Float),
+    Column("finished_at", Float),
+    UniqueConstraint("flow", "partition_key", "generation", name="uq_partita_trigger_requests"),
+    Index("ix_partita_trigger_requests_status", "flow", "status"),
+)
+
+trigger_waiting = Table(
+    "partita_trigger_waiting",
+    metadata,
+    Column("flow", Text, primary_key=True),
+    Column("partition_key", Text, primary_key=True),
+    Column("first_seen", Float, nullable=False),
+    Column("event_ids", Text, nullable=False),
+)
+
+trigger_cursors = Table(
+    "partita_trigger_cursors",
+    metadata,
+    Column("flow", Text, primary_key=True),
+    Column("last_event_id", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
+    Column("last_tick", Float),
+)
+
+flow_state = Table(
+    "partita_flow_state",
+    metadata,
+    Column("flow", Text, primary_key=True),
+    Column("paused", Boolean, nullable=False),
+    Column("changed_at", Float, nullable=False),
+)
+
+daemons = Table(
+    "partita_daemons",
+    metadata,
+    Column("daemon_id", String(64), primary_key=True),
+    Column("host", Text, nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("heartbeat_at", Float, nullable=False),
+    Column("stopped_at", Float),
 )

@@ -601,6 +601,16 @@ class SqlStore:
         with self._failures("list events"), self._engine.connect() as connection:
             return [_event_of(row) for row in connection.execute(query)]
 
+    def list_events_by_ids(self, ids: Sequence[int]) -> list[AssetEvent]:
+        """These events, in id order (unknown ids are skipped)."""
+        found: list[AssetEvent] = []
+        wanted = sorted(set(ids))
+        with self._failures("read events"), self._engine.connect() as connection:
+            for start in range(0, len(wanted), 500):
+                query = select(events).where(events.c.id.in_(wanted[start : start + 500])).order_by(events.c.id)
+                found.extend(_event_of(row) for row in connection.execute(query))
+        return found
+
     # -- the partition registry of runtime domains ------------------------------------
 
     def record_discovery(self, domain: str, run_id: str, drafts: Sequence[EventDraft]) -> None:

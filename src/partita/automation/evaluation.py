@@ -1,0 +1,192 @@
+"""One trigger pass: read new events or elapsed ticks, decide which consumer runs are due, start them.
+
+A pass never starts a run twice: requests are unique in the store and are
+claimed with a conditional update before their run starts under a run id
+fixed at claim time. A daemon that dies between claiming and starting leaves
+a claim that a later pass (any daemon) takes over once it is stale; a
+started run is never started again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from partita.automation.triggers import CronPartitions, OnAssetEvents
+from partita.errors import PartitaError, PlanningError
+from partita.flow import Flow
+from partita.results.model import RunResult
+from partita.store.sql import SqlStore
+from partita.store.triggers import TriggerRequest, TriggerStore
+
+__all__ = ["PassReport", "TriggerEvaluator", "run_request"]
+
+log = logging.getLogger("partita.triggers")
+
+#: A claim older than this whose run never started is taken over by another pass.
+STALE_CLAIM_SECONDS = 30.0
+
+
+@dataclass(slots=True)
+class PassReport:
+    """What one pass decided (and, for `plan --pending`, what it would start)."""
+
+    flow: str
+    new_events: int = 0
+    ready: dict[str, list[int]] = field(default_factory=dict)
+    waiting: dict[str, list[int]] = field(default_factory=dict)
+    rejected: list[tuple[int, str]] = field(default_factory=list)
+    scheduled: list[str] = field(default_factory=list)
+    paused: bool = False
+
+
+class TriggerEvaluator:
+    """Evaluates one flow's trigger against a store."""
+
+    def __init__(self, flow: Flow, store: SqlStore) -> None:
+        if flow.trigger is None:
+            raise PlanningError(f"flow {flow.name!r} has no trigger")
+        self.flow = flow
+        self.store = store
+        self.triggers = TriggerStore(store)
+        self._definitions = {definition.name: definition for definition in flow.closure()}
+        self._registry = flow.registry
+
+    def _partition_def(self, asset: str) -> Any:
+        definition = self._registry.get(asset)
+        return None if definition is None else definition.partition_def
+
+    @property
+    def consumer_def(self) -> Any:
+        partitioned = [d.partition_def for d in self._definitions.values() if d.partition_def is not None]
+        return partitioned[0] if partitioned else None
+
+    # -- deciding ---------------------------------------------------------------
+
+    def evaluate(self, *, record: bool = True, now: dt.datetime | None = None) -> PassReport:
+        """Decide what is due; with ``record`` the decision is stored (requests, waiting keys, cursor)."""
+        now = now or dt.datetime.now(dt.UTC)
+        report = PassReport(self.flow.name, paused=self.triggers.is_paused(self.flow.name))
+        if report.paused:
+            return report
+        trigger = self.flow.trigger
+        if isinstance(trigger, OnAssetEvents):
+            self._evaluate_events(trigger, report, record, now)
+        elif isinstance(trigger, CronPartitions):
+            self._evaluate_schedule(trigger, report, record, now)
+        return report
+
+    def _evaluate_events(self, trigger: OnAssetEvents, report: PassReport, record: bool, now: dt.datetime) -> None:
+        cursor, _ = self.triggers.cursor(self.flow.name)
+        new = self.triggers.new_events(trigger.assets, cursor)
+        report.new_events = len(new)
+        consumer = self.consumer_def
+        affected: dict[str, list[int]] = {}
+        for event_id, asset, key in new:
+            try:
+                keys = trigger.mapper.downstream_keys(key or "", self._partition_def(asset), consumer)
+            except (ValueError, PartitaError) as exc:
+                report.rejected.append((event_id, str(exc)))
+                log.warning("flow %s: event %s cannot be mapped to a consumer key: %s", self.flow.name, event_id, exc)
+                continue
+            for downstream_key in keys:
+                affected.setdefault(downstream_key, []).append(event_id)
+        for waiting in self.triggers.waiting(self.flow.name):
+            affected.setdefault(waiting.partition_key, []).extend(waiting.event_ids)
+        for downstream_key, ids in affected.items():
+            if self._complete(trigger, downstream_key, consumer):
+                report.ready[downstream_key] = ids
+            else:
+                report.waiting[downstream_key] = ids
+        if record and (new or report.ready or report.waiting):
+            last = new[-1][0] if new else cursor
+            self.triggers.record_pass(self.flow.name, report.ready, report.waiting, last, None, now.timestamp())
+
+    def _complete(self, trigger: OnAssetEvents, downstream_key: str, consumer: Any) -> bool:
+        for asset in trigger.assets:
+            upstream = self._partition_def(asset)
+            try:
+                requirement = trigger.mapper.requirement(downstream_key, upstream, consumer)
+            except (ValueError, PartitaError):
+                return False
+            if not requirement.keys:
+                if not self.triggers.has_event(asset):
+                    return False
+                continue
+            if not requirement.satisfied_by(self.triggers.keys_with_events(asset, requirement.keys)):
+                return False
+        return True
+
+    def _evaluate_schedule(self, trigger: CronPartitions, report: PassReport, record: bool, now: dt.datetime) -> None:
+        _, last_tick = self.triggers.cursor(self.flow.name)
+        after = None if last_tick is None else dt.datetime.fromtimestamp(last_tick, dt.UTC)
+        ticks = trigger.ticks(after, now)
+        consumer = self.consumer_def
+        for tick in ticks:
+            report.scheduled.append(self._schedule_key(consumer, tick))
+        if record and ticks:
+            self.triggers.record_schedule(self.flow.name, report.scheduled, ticks[-1].timestamp(), now.timestamp())
+
+    @staticmethod
+    def _schedule_key(consumer: Any, tick: dt.datetime) -> str:
+        """The partition of the consumer's time definition that ends at ``tick``."""
+        if consumer is None:
+            return tick.isoformat()
+        moment = tick - dt.timedelta(microseconds=1)
+        kind = consumer.kind
+        if kind == "hourly":
+            return str(consumer.format_key(consumer.normalize_key(moment.replace(minute=0, second=0, microsecond=0))))
+        local = moment.date()
+        if kind == "monthly":
+            return str(consumer.format_key(local.replace(day=1)))
+        return str(consumer.format_key(consumer.normalize_key(local)))
+
+    # -- starting ---------------------------------------------------------------
+
+    def due_requests(self, now: float | None = None) -> list[TriggerRequest]:
+        """Pending requests, plus claims that went stale before their run started."""
+        now = time.time() if now is None else now
+        pending = self.triggers.requests(self.flow.name, ("pending",))
+        for claimed in self.triggers.requests(self.flow.name, ("claimed",)):
+            if claimed.run_id is not None and self.triggers.run_exists(claimed.run_id):
+                continue  # started: never started again; its own end finishes the request
+            if claimed.claimed_at is not None and now - claimed.claimed_at >= STALE_CLAIM_SECONDS:
+                pending.append(claimed)
+        return pending
+
+    def claim(self, request: TriggerRequest) -> TriggerRequest | None:
+        run_id = request.run_id or uuid.uuid4().hex
+        if not self.triggers.claim(request, run_id, time.time()):
+            return None  # another daemon took it
+        return TriggerRequest(
+            request.id, request.flow, request.partition_key, request.generation, "claimed",
+            request.event_ids, run_id, request.created_at, time.time(),
+        )
+
+    def finish(self, request: TriggerRequest) -> None:
+        self.triggers.finish(request.id, time.time())
+
+
+def run_request(evaluator: TriggerEvaluator, request: TriggerRequest) -> RunResult | None:
+    """Start the consumer run of a claimed request with its triggering events; mark it finished.
+
+    The run id was fixed when the request was claimed: if another daemon
+    already started that run, the store refuses the second start.
+    """
+    flow = evaluator.flow.with_store(evaluator.store, record_partition_keys=evaluator.flow.record_partition_keys)
+    config: dict[str, Any] = {}
+    if evaluator.consumer_def is not None:
+        config["partition_keys"] = [request.partition_key]
+    events = evaluator.store.list_events_by_ids(request.event_ids) if request.event_ids else []
+    try:
+        plan = flow.plan_from_text(config)
+        outcome: RunResult | None = flow.run(plan, run_id=request.run_id, triggering_events=events)
+    except PartitaError as exc:
+        log.error("flow %s: a consumer run could not run: %s", evaluator.flow.name, exc)
+        outcome = None
+    evaluator.finish(request)
+    return outcome

@@ -1,0 +1,100 @@
+"""Trigger declarations: when a flow runs by itself (SPEC §12).
+
+- `OnAssetEvents(assets, mapper=IdentityMapper())`: a consumer run per
+  downstream key once every listed upstream asset has events for the keys
+  that key needs (per the mapper).
+- `CronPartitions(cron, timezone="UTC", start=...)`: a run per elapsed
+  schedule tick, for the partition of the flow's time definition that ends at
+  that tick; ``start`` is explicit, so there is no implicit history.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+
+from partita.automation.mappers import IdentityMapper, PartitionMapper
+from partita.definitions.assets import asset_name_of
+from partita.errors import DefinitionError
+
+__all__ = ["CronPartitions", "OnAssetEvents", "Trigger"]
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class OnAssetEvents:
+    """Run the flow for each downstream key whose upstream events are complete."""
+
+    assets: tuple[str, ...]
+    mapper: PartitionMapper = field(default_factory=IdentityMapper)
+
+    def __init__(self, assets: Any, mapper: PartitionMapper | None = None) -> None:
+        if isinstance(assets, str) or callable(assets):
+            assets = [assets]
+        if not isinstance(assets, Sequence) or not assets:
+            raise DefinitionError("OnAssetEvents assets must name at least one upstream asset")
+        names = tuple(asset_name_of(item, field_name="OnAssetEvents assets") for item in assets)
+        if mapper is not None and not isinstance(mapper, PartitionMapper):
+            raise DefinitionError("OnAssetEvents mapper must be a PartitionMapper")
+        object.__setattr__(self, "assets", names)
+        object.__setattr__(self, "mapper", mapper or IdentityMapper())
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "asset_events", "assets": list(self.assets), "mapper": self.mapper.describe()}
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class CronPartitions:
+    """Run the flow for every elapsed tick of ``cron`` from ``start`` on."""
+
+    cron: str
+    timezone: str
+    start: dt.datetime
+
+    def __init__(self, cron: str, *, start: Any, timezone: str = "UTC") -> None:
+        if not isinstance(cron, str) or not croniter.is_valid(cron):
+            raise DefinitionError("CronPartitions cron is not a valid cron expression (five fields, e.g. '0 * * * *')")
+        try:
+            zone = ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError, TypeError):
+            raise DefinitionError("CronPartitions timezone is not a known IANA time zone name") from None
+        if isinstance(start, str):
+            try:
+                start = dt.datetime.fromisoformat(start)
+            except ValueError:
+                raise DefinitionError("CronPartitions start must be an ISO 8601 date-time") from None
+        if isinstance(start, dt.date) and not isinstance(start, dt.datetime):
+            start = dt.datetime(start.year, start.month, start.day)
+        if not isinstance(start, dt.datetime):
+            raise DefinitionError("CronPartitions start must be a datetime (history begins there, never implicitly)")
+        if start.tzinfo is None:
+            start = start.replace(tzinfo=zone)
+        object.__setattr__(self, "cron", cron)
+        object.__setattr__(self, "timezone", timezone)
+        object.__setattr__(self, "start", start)
+
+    def ticks(self, after: dt.datetime | None, until: dt.datetime) -> list[dt.datetime]:
+        """Schedule ticks in (after, until], never before ``start``."""
+        zone = ZoneInfo(self.timezone)
+        # Strictly after start: the tick at start itself would name a partition before it.
+        begin = self.start if after is None or after < self.start else after
+        iterator = croniter(self.cron, begin.astimezone(zone))
+        ticks = []
+        while True:
+            tick = iterator.get_next(dt.datetime)
+            if tick.tzinfo is None:
+                tick = tick.replace(tzinfo=zone)
+            if tick > until:
+                return ticks
+            if after is None or tick > after:
+                ticks.append(tick)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "cron", "cron": self.cron, "timezone": self.timezone, "start": self.start.isoformat()}
+
+
+Trigger = OnAssetEvents | CronPartitions

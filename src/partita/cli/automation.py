@@ -1,0 +1,139 @@
+"""``partita serve``, ``partita trigger --once``, ``partita flows pause/resume`` (SPEC §12)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from partita.automation.daemon import TriggerDaemon, json_log_handler
+from partita.automation.evaluation import TriggerEvaluator
+from partita.cli.common import emit_document, handles_errors, opened_store
+from partita.cli.entry import load_trigger_flows
+from partita.store.triggers import TriggerStore
+
+
+def _store_option(command: Any) -> Any:
+    return click.option(
+        "--store", "store_url", metavar="URL", default=None,
+        help="The store that holds events and trigger state (default: $PARTITA_STORE, else sqlite:///.partita/partita.db).",
+    )(command)
+
+
+@click.command()
+@click.argument("entry")
+@_store_option
+@click.option("--max-in-flight", type=click.IntRange(min=1), default=4, show_default=True, help="Consumer runs at once.")
+@click.option("--poll-interval", type=click.FloatRange(min=0.01), default=0.1, show_default=True, help="Seconds between passes.")
+@handles_errors
+def serve(entry: str, store_url: str | None, max_in_flight: int, poll_interval: float) -> None:
+    """Process ENTRY's triggers continuously until SIGTERM or SIGINT (Ctrl-C)."""
+    flows = load_trigger_flows(entry)
+    logger = logging.getLogger("partita")
+    logger.setLevel(logging.INFO)
+    logger.addHandler(json_log_handler())
+    with opened_store(store_url, False) as store:
+        assert store is not None
+        daemon = TriggerDaemon(flows, store, max_in_flight=max_in_flight, poll_interval=poll_interval)
+
+        def stop(signum: int, _frame: Any) -> None:
+            daemon.stop()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        daemon.serve()
+
+
+@click.command()
+@click.argument("entry")
+@click.option("--once", is_flag=True, required=True, help="Process what is pending now, then exit.")
+@_store_option
+@click.option("--max-in-flight", type=click.IntRange(min=1), default=4, show_default=True, help="Consumer runs at once.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@handles_errors
+def trigger(entry: str, once: bool, store_url: str | None, max_in_flight: int, as_json: bool) -> None:
+    """Evaluate ENTRY's triggers once and run the consumer runs that are due."""
+    flows = load_trigger_flows(entry)
+    with opened_store(store_url, False) as store:
+        assert store is not None
+        daemon = TriggerDaemon(flows, store, max_in_flight=max_in_flight)
+        started = daemon.run_once()
+    if as_json:
+        emit_document("trigger-pass", {"started_runs": started})
+        return
+    Console().print(f"started {started} consumer run{'s' if started != 1 else ''}", highlight=False)
+
+
+def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
+    """What `plan --pending` shows: due requests and waiting keys, without starting or recording anything."""
+    flows = load_trigger_flows(entry)
+    documents = []
+    with opened_store(store_url, False) as store:
+        assert store is not None
+        for flow in flows:
+            evaluator = TriggerEvaluator(flow, store)
+            report = evaluator.evaluate(record=False)
+            recorded = {request.partition_key: request for request in evaluator.due_requests()}
+            documents.append(
+                {
+                    "flow": flow.name,
+                    "trigger": flow.trigger.describe(),  # type: ignore[union-attr]
+                    "paused": report.paused,
+                    "would_start": sorted(set(recorded) | set(report.ready) | set(report.scheduled)),
+                    "waiting": sorted(key for key in report.waiting if key not in recorded),
+                    "rejected_events": [event_id for event_id, _ in report.rejected],
+                }
+            )
+    return {"flows": documents}
+
+
+def render_pending(document: dict[str, Any]) -> None:
+    console = Console()
+    table = Table(title="pending consumer runs", title_justify="left")
+    for column in ("flow", "state", "would start", "waiting (incomplete)", "ignored events"):
+        table.add_column(column)
+    for flow in document["flows"]:
+        table.add_row(
+            escape(flow["flow"]),
+            "paused" if flow["paused"] else "active",
+            escape(", ".join(flow["would_start"])) or "-",
+            escape(", ".join(flow["waiting"])) or "-",
+            str(len(flow["rejected_events"])),
+        )
+    console.print(table)
+
+
+@click.group()
+def flows() -> None:
+    """Pause and resume triggered flows (a paused flow starts nothing)."""
+
+
+def _set_paused(name: str, store_url: str | None, paused: bool) -> None:
+    with opened_store(store_url, False) as store:
+        assert store is not None
+        TriggerStore(store).set_paused(name, paused, time.time())
+    Console().print(f"flow {escape(name)} {'paused' if paused else 'resumed'}", highlight=False)
+
+
+@flows.command()
+@click.argument("name")
+@_store_option
+@handles_errors
+def pause(name: str, store_url: str | None) -> None:
+    """Pause the triggered flow NAME."""
+    _set_paused(name, store_url, True)
+
+
+@flows.command()
+@click.argument("name")
+@_store_option
+@handles_errors
+def resume(name: str, store_url: str | None) -> None:
+    """Resume the triggered flow NAME."""
+    _set_paused(name, store_url, False)

@@ -1,0 +1,284 @@
+"""Trigger bookkeeping in the store: requests, cursors, waiting windows, pauses, daemons.
+
+Exactly-once rests on the database, not on memory: a consumer run request is
+unique per (flow, key, generation); new events join the open request of a
+key until its run is claimed; claiming is a conditional update only one
+daemon can win; the run id is chosen at claim time, and the runs table's
+primary key stops a second start of the same run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, delete, func, insert, select, update
+
+from partita.store.schema import daemons, events, flow_state, runs, trigger_cursors, trigger_requests, trigger_waiting
+from partita.store.sql import SqlStore
+
+__all__ = ["TriggerRequest", "TriggerStore", "WaitingKey"]
+
+_CHUNK = 500
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerRequest:
+    id: int
+    flow: str
+    partition_key: str
+    generation: int
+    status: str
+    event_ids: tuple[int, ...]
+    run_id: str | None
+    created_at: float
+    claimed_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingKey:
+    flow: str
+    partition_key: str
+    first_seen: float
+    event_ids: tuple[int, ...]
+
+
+def _request(row: Any) -> TriggerRequest:
+    return TriggerRequest(
+        id=int(row.id),
+        flow=row.flow,
+        partition_key=row.partition_key,
+        generation=row.generation,
+        status=row.status,
+        event_ids=tuple(json.loads(row.event_ids)),
+        run_id=row.run_id,
+        created_at=row.created_at,
+        claimed_at=row.claimed_at,
+    )
+
+
+class TriggerStore:
+    """Trigger verbs on top of a `SqlStore`'s database."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+        self._engine = store._engine  # noqa: SLF001 - same database, trigger tables
+
+    # -- cursors and pauses ----------------------------------------------------
+
+    def cursor(self, flow: str) -> tuple[int, float | None]:
+        with self.store._failures("read the trigger cursor"), self._engine.connect() as connection:  # noqa: SLF001
+            row = connection.execute(select(trigger_cursors).where(trigger_cursors.c.flow == flow)).first()
+        return (0, None) if row is None else (int(row.last_event_id), row.last_tick)
+
+    def is_paused(self, flow: str) -> bool:
+        with self.store._failures("read the flow state"), self._engine.connect() as connection:  # noqa: SLF001
+            row = connection.execute(select(flow_state.c.paused).where(flow_state.c.flow == flow)).first()
+        return bool(row and row[0])
+
+    def set_paused(self, flow: str, paused: bool, now: float) -> None:
+        with self.store._failures("change the flow state"), self.store._write() as connection:  # noqa: SLF001
+            exists = connection.execute(select(flow_state.c.flow).where(flow_state.c.flow == flow)).first()
+            if exists is None:
+                connection.execute(insert(flow_state).values(flow=flow, paused=paused, changed_at=now))
+            else:
+                connection.execute(
+                    update(flow_state).where(flow_state.c.flow == flow).values(paused=paused, changed_at=now)
+                )
+
+    # -- events ----------------------------------------------------------------
+
+    def new_events(self, assets: Sequence[str], since: int, limit: int = 10_000) -> list[tuple[int, str, str | None]]:
+        """(id, asset, key) of events after ``since`` for the given assets, in id order."""
+        query = (
+            select(events.c.id, events.c.asset, events.c.partition_key)
+            .where(events.c.asset.in_(list(assets)), events.c.id > since)
+            .order_by(events.c.id)
+            .limit(limit)
+        )
+        with self.store._failures("read new events"), self._engine.connect() as connection:  # noqa: SLF001
+            return [(int(row[0]), row[1], row[2]) for row in connection.execute(query)]
+
+    def keys_with_events(self, asset: str, keys: Iterable[str]) -> set[str]:
+        """Which of ``keys`` have at least one event of ``asset``."""
+        wanted = list(dict.fromkeys(keys))
+        present: set[str] = set()
+        with self.store._failures("read event keys"), self._engine.connect() as connection:  # noqa: SLF001
+            for start in range(0, len(wanted), _CHUNK):
+                chunk = wanted[start : start + _CHUNK]
+                query = select(events.c.partition_key).where(events.c.asset == asset, events.c.partition_key.in_(chunk))
+                present.update(row[0] for row in connection.execute(query))
+        return present
+
+    def has_event(self, asset: str) -> bool:
+        with self.store._failures("read events"), self._engine.connect() as connection:  # noqa: SLF001
+            return connection.execute(select(events.c.id).where(events.c.asset == asset).limit(1)).first() is not None
+
+    # -- one evaluation pass ----------------------------------------------------
+
+    def record_pass(
+        self,
+        flow: str,
+        ready: dict[str, list[int]],
+        waiting: dict[str, list[int]],
+        cursor: int,
+        last_tick: float | None,
+        now: float,
+    ) -> None:
+        """Open or extend requests for ready keys, remember waiting keys, advance the cursor: one transaction."""
+        with self.store._failures("record the trigger pass"), self.store._write() as connection:  # noqa: SLF001
+            for key, ids in ready.items():
+                self._add_to_open_request(connection, flow, key, ids, now)
+            if ready:
+                connection.execute(
+                    delete(trigger_waiting).where(
+                        trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key.in_(list(ready))
+                    )
+                )
+            for key, ids in waiting.items():
+                row = connection.execute(
+                    select(trigger_waiting.c.event_ids).where(
+                        trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key == key
+                    )
+                ).first()
+                if row is None:
+                    connection.execute(
+                        insert(trigger_waiting).values(
+                            flow=flow, partition_key=key, first_seen=now, event_ids=json.dumps(sorted(set(ids)))
+                        )
+                    )
+                else:
+                    merged = sorted(set(json.loads(row[0])) | set(ids))
+                    connection.execute(
+                        update(trigger_waiting)
+                        .where(trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key == key)
+                        .values(event_ids=json.dumps(merged))
+                    )
+            self._set_cursor(connection, flow, cursor, last_tick)
+
+    def _add_to_open_request(self, connection: Any, flow: str, key: str, ids: list[int], now: float) -> None:
+        open_request = connection.execute(
+            select(trigger_requests.c.id, trigger_requests.c.event_ids).where(
+                trigger_requests.c.flow == flow,
+                trigger_requests.c.partition_key == key,
+                trigger_requests.c.status == "pending",
+            )
+        ).first()
+        if open_request is not None:
+            merged = sorted(set(json.loads(open_request.event_ids)) | set(ids))
+            connection.execute(
+                update(trigger_requests)
+                .where(trigger_requests.c.id == open_request.id)
+                .values(event_ids=json.dumps(merged))
+            )
+            return
+        generation = connection.execute(
+            select(func.coalesce(func.max(trigger_requests.c.generation), -1)).where(
+                trigger_requests.c.flow == flow, trigger_requests.c.partition_key == key
+            )
+        ).scalar_one()
+        connection.execute(
+            insert(trigger_requests).values(
+                flow=flow,
+                partition_key=key,
+                generation=int(generation) + 1,
+                status="pending",
+                event_ids=json.dumps(sorted(set(ids))),
+                created_at=now,
+            )
+        )
+
+    def record_schedule(self, flow: str, keys: Sequence[str], last_tick: float, now: float) -> None:
+        """One request per elapsed schedule key (generation 0: a key is scheduled once)."""
+        with self.store._failures("record schedule keys"), self.store._write() as connection:  # noqa: SLF001
+            for key in keys:
+                exists = connection.execute(
+                    select(trigger_requests.c.id).where(
+                        trigger_requests.c.flow == flow,
+                        trigger_requests.c.partition_key == key,
+                        trigger_requests.c.generation == 0,
+                    )
+                ).first()
+                if exists is None:
+                    connection.execute(
+                        insert(trigger_requests).values(
+                            flow=flow, partition_key=key, generation=0, status="pending", event_ids="[]", created_at=now
+                        )
+                    )
+            row = connection.execute(select(trigger_cursors).where(trigger_cursors.c.flow == flow)).first()
+            self._set_cursor(connection, flow, 0 if row is None else int(row.last_event_id), last_tick)
+
+    def _set_cursor(self, connection: Any, flow: str, cursor: int, last_tick: float | None) -> None:
+        row = connection.execute(select(trigger_cursors.c.flow).where(trigger_cursors.c.flow == flow)).first()
+        if row is None:
+            connection.execute(insert(trigger_cursors).values(flow=flow, last_event_id=cursor, last_tick=last_tick))
+        else:
+            connection.execute(
+                update(trigger_cursors)
+                .where(trigger_cursors.c.flow == flow)
+                .values(last_event_id=cursor, last_tick=last_tick)
+            )
+
+    # -- requests ----------------------------------------------------------------
+
+    def requests(self, flow: str, statuses: Sequence[str] = ("pending",)) -> list[TriggerRequest]:
+        query = (
+            select(trigger_requests)
+            .where(trigger_requests.c.flow == flow, trigger_requests.c.status.in_(list(statuses)))
+            .order_by(trigger_requests.c.id)
+        )
+        with self.store._failures("read trigger requests"), self._engine.connect() as connection:  # noqa: SLF001
+            return [_request(row) for row in connection.execute(query)]
+
+    def waiting(self, flow: str) -> list[WaitingKey]:
+        query = select(trigger_waiting).where(trigger_waiting.c.flow == flow).order_by(trigger_waiting.c.first_seen)
+        with self.store._failures("read waiting keys"), self._engine.connect() as connection:  # noqa: SLF001
+            return [
+                WaitingKey(row.flow, row.partition_key, row.first_seen, tuple(json.loads(row.event_ids)))
+                for row in connection.execute(query)
+            ]
+
+    def claim(self, request: TriggerRequest, run_id: str, now: float) -> bool:
+        """Take a pending request (or a stale claim) for this daemon; only one claimant wins."""
+        condition = (
+            trigger_requests.c.status == "pending"
+            if request.status == "pending"
+            else and_(trigger_requests.c.status == "claimed", trigger_requests.c.claimed_at == request.claimed_at)
+        )
+        values: dict[str, Any] = {"status": "claimed", "claimed_at": now}
+        if request.run_id is None:
+            values["run_id"] = run_id
+        with self.store._failures("claim a trigger request"), self.store._write() as connection:  # noqa: SLF001
+            result = connection.execute(
+                update(trigger_requests).where(trigger_requests.c.id == request.id, condition).values(**values)
+            )
+            return bool(result.rowcount == 1)
+
+    def finish(self, request_id: int, now: float) -> None:
+        with self.store._failures("finish a trigger request"), self.store._write() as connection:  # noqa: SLF001
+            connection.execute(
+                update(trigger_requests)
+                .where(trigger_requests.c.id == request_id)
+                .values(status="finished", finished_at=now)
+            )
+
+    def run_exists(self, run_id: str) -> bool:
+        with self.store._failures("read runs"), self._engine.connect() as connection:  # noqa: SLF001
+            return connection.execute(select(runs.c.run_id).where(runs.c.run_id == run_id)).first() is not None
+
+    # -- daemons -----------------------------------------------------------------
+
+    def daemon_started(self, daemon_id: str, host: str, pid: int, now: float) -> None:
+        with self.store._failures("register the daemon"), self.store._write() as connection:  # noqa: SLF001
+            connection.execute(
+                insert(daemons).values(daemon_id=daemon_id, host=host, pid=pid, started_at=now, heartbeat_at=now)
+            )
+
+    def daemon_heartbeat(self, daemon_id: str, now: float, *, stopped: bool = False) -> None:
+        values: dict[str, Any] = {"heartbeat_at": now}
+        if stopped:
+            values["stopped_at"] = now
+        with self.store._failures("record the daemon heartbeat"), self.store._write() as connection:  # noqa: SLF001
+            connection.execute(update(daemons).where(daemons.c.daemon_id == daemon_id).values(**values))
