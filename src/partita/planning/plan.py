@@ -70,8 +70,6 @@ class TaskPlan:
 
     def to_dict(self) -> dict[str, Any]:
         document = {**describe_asset(self.definition), "attempt_count": self.attempt_count, "group": self.group}
-        # A discovering producer runs once, without a key, like an unpartitioned asset.
-        document["partitioned"] = self.partitioned
         if self.discovers:
             document["discovers"] = True
         return document
