@@ -3,6 +3,8 @@
 import partita
 
 EXPECTED = {
+    "AllowedKeysMapper", "CronPartitions", "FixedKeyMapper", "IdentityMapper", "OnAssetEvents", "PartitionMapper",
+    "ProductMapper", "RollupMapper",
     "AssetContext", "AssetDefinition", "AssetEvent", "AssetRegistry", "AttemptFinished", "AttemptResult",
     "AttemptRetrying", "AttemptStarted", "AttemptStatus", "CallbackContext", "CallbackError", "Clock", "Codec",
     "ConfigurationError", "DatePartitionDef", "DefinitionError", "DiscoveryError", "EmissionError",

@@ -3,6 +3,15 @@
 Everything a user imports lives here; modules below are internals.
 """
 
+from partita.automation.mappers import (
+    AllowedKeysMapper,
+    FixedKeyMapper,
+    IdentityMapper,
+    PartitionMapper,
+    ProductMapper,
+    RollupMapper,
+)
+from partita.automation.triggers import CronPartitions, OnAssetEvents
 from partita.definitions.assets import AssetDefinition, asset
 from partita.definitions.config import RunConfig
 from partita.definitions.groups import PartitionGroup
@@ -85,6 +94,7 @@ from partita.store import SqlStore, Store, open_store
 __version__ = "0.1.0"
 
 __all__ = [
+    "AllowedKeysMapper",
     "AssetContext",
     "AssetDefinition",
     "AssetEvent",
@@ -99,6 +109,7 @@ __all__ = [
     "Clock",
     "Codec",
     "ConfigurationError",
+    "CronPartitions",
     "DatePartitionDef",
     "DefinitionError",
     "DiscoveryError",
@@ -115,9 +126,11 @@ __all__ = [
     "FastForwardClock",
     "FileMaterialization",
     "FileMaterializationError",
+    "FixedKeyMapper",
     "Flow",
     "FlowPlan",
     "HourlyPartitionDef",
+    "IdentityMapper",
     "InProcessExecutor",
     "InspectionState",
     "Invocation",
@@ -132,22 +145,26 @@ __all__ = [
     "MonthlyPartitionDef",
     "MultiPartitionDef",
     "MultiPartitionKey",
+    "OnAssetEvents",
     "OpenCircuit",
     "PartitaError",
     "PartitionAtRuntime",
     "PartitionDef",
     "PartitionGroup",
     "PartitionKey",
+    "PartitionMapper",
     "PartitionedOutputs",
     "PlanningError",
     "PolicyError",
     "ProcessExecutor",
+    "ProductMapper",
     "RateLimit",
     "Resolution",
     "ResourcePolicy",
     "ResourceStatistics",
     "Retry",
     "RetryPolicy",
+    "RollupMapper",
     "RunConfig",
     "RunFinished",
     "RunResult",
