@@ -248,12 +248,10 @@ class _Run:
                 task.empty_reason = SkipReason.CANCELLED  # the discovery never finished
             for key_index in range(task.size):
                 if task.results[key_index] is None:
-                    cancelled = AttemptResult(
-                        asset_name=task.name,
-                        index=key_index,
-                        partition_key=task.keys[key_index],
-                        partition_key_present=task.partitioned,
-                        status=AttemptStatus.CANCELLED,
+                    cancelled = self._attempt(
+                        task,
+                        key_index,
+                        AttemptStatus.CANCELLED,
                         reason=SkipReason.CANCELLED,
                         invocations=tuple(self.retry_history.get((task, key_index), ())),
                     )
@@ -530,7 +528,7 @@ class _Run:
             try:
                 output = self.fan_out.accept(task, output, number)
             except PartitaError as exc:
-                self.fail_reuse(task, key_index, exc, invocations)
+                self.fail_attempt(task, key_index, exc, invocations)
                 return
         if self.reuse is not None and task.definition.materialization is not None:
             self.reuse.commit(task, key_index, output, invocations)
@@ -560,12 +558,10 @@ class _Run:
         materialization_id: str | None,
     ) -> None:
         task.outputs[key_index] = output
-        result = AttemptResult(
-            asset_name=task.name,
-            index=key_index,
-            partition_key=task.keys[key_index],
-            partition_key_present=task.partitioned,
-            status=AttemptStatus.SUCCESS,
+        result = self._attempt(
+            task,
+            key_index,
+            AttemptStatus.SUCCESS,
             output=output,
             invocations=invocations,
             resolution=resolution,
@@ -575,18 +571,21 @@ class _Run:
         if self.has_callbacks and task.definition.on_success is not None:
             self._asset_callback("on_success", task, key_index, None, len(invocations))
 
-    def fail_reuse(
-        self, task: TaskState, key_index: int, exc: BaseException, invocations: tuple[Invocation, ...]
+    def fail_attempt(
+        self,
+        task: TaskState,
+        key_index: int,
+        exc: BaseException,
+        invocations: tuple[Invocation, ...],
+        failure: FailureInfo | None = None,
     ) -> None:
-        """A resolve, load or commit failure: the attempt fails (no silent rerun)."""
-        result = AttemptResult(
-            asset_name=task.name,
-            index=key_index,
-            partition_key=task.keys[key_index],
-            partition_key_present=task.partitioned,
-            status=AttemptStatus.FAILED,
+        """The attempt ends failed (body, policy, discovery, resolve, load or commit failures alike)."""
+        result = self._attempt(
+            task,
+            key_index,
+            AttemptStatus.FAILED,
             exception=exc,
-            failure=FailureInfo.from_exception(exc),
+            failure=failure or FailureInfo.from_exception(exc),
             invocations=invocations,
         )
         self._settle(task, key_index, result, result)
@@ -621,19 +620,7 @@ class _Run:
             exc = decision.exception
             failure = FailureInfo.from_exception(exc)
         self.retry_history.pop(token, None)
-        result = AttemptResult(
-            asset_name=task.name,
-            index=key_index,
-            partition_key=task.keys[key_index],
-            partition_key_present=task.partitioned,
-            status=AttemptStatus.FAILED,
-            exception=exc,
-            failure=failure,
-            invocations=(*earlier, invocation),
-        )
-        self._settle(task, key_index, result, result)
-        if self.has_callbacks and task.definition.on_failure is not None:
-            self._asset_callback("on_failure", task, key_index, exc, number)
+        self.fail_attempt(task, key_index, exc, (*earlier, invocation), failure)
         if isinstance(decision, OpenCircuitNow) and gate is not None:
             self._open_circuit(gate)
 
@@ -698,17 +685,26 @@ class _Run:
         self, task: TaskState, key_index: int, reason: SkipReason, blocked_by: tuple[AttemptResult, ...]
     ) -> None:
         earlier = self.retry_history.pop((task, key_index), None) if self.retry_history else None
-        result = AttemptResult(
-            asset_name=task.name,
-            index=key_index,
-            partition_key=task.keys[key_index],
-            partition_key_present=task.partitioned,
-            status=AttemptStatus.SKIPPED,
+        result = self._attempt(
+            task,
+            key_index,
+            AttemptStatus.SKIPPED,
             reason=reason,
             blocked_by=blocked_by,
             invocations=tuple(earlier or ()),
         )
         self._settle(task, key_index, result, result)
+
+    def _attempt(self, task: TaskState, key_index: int, status: AttemptStatus, **fields: Any) -> AttemptResult:
+        """An attempt result of this task and key position (the identity fields are always the same)."""
+        return AttemptResult(
+            asset_name=task.name,
+            index=key_index,
+            partition_key=task.keys[key_index],
+            partition_key_present=task.partitioned,
+            status=status,
+            **fields,
+        )
 
     def _settle(self, task: TaskState, key_index: int, result: AttemptResult, blocker: AttemptResult | None) -> None:
         """Record a terminal attempt and count it against its consumers."""

@@ -131,7 +131,7 @@ class OutputReuse:
         try:
             context = self._context(task, key_index)
         except ValueError as exc:
-            self._run.fail_reuse(task, key_index, MaterializationError(f"asset {task.name!r}: {exc}"), ())
+            self._run.fail_attempt(task, key_index, MaterializationError(f"asset {task.name!r}: {exc}"), ())
             return
         adapter = task.definition.materialization
         self._call(
@@ -165,7 +165,7 @@ class OutputReuse:
         for (kind, task, key_index, context), succeeded, value, started, finished in batch:
             if kind == "prepare":
                 if not succeeded:
-                    run.fail_reuse(task, key_index, value, ())
+                    run.fail_attempt(task, key_index, value, ())
                 elif value is None:
                     self._contexts[(task, key_index)] = context
                     run.enqueue_after_preparation(task, key_index)
@@ -178,7 +178,7 @@ class OutputReuse:
                 if task.gate is not None:
                     task.gate.note_operation(succeeded, finished - started)
                 if not succeeded:
-                    run.fail_reuse(task, key_index, value, invocations)
+                    run.fail_attempt(task, key_index, value, invocations)
                 else:
                     task.materialization_ids[key_index] = value.materialization_id  # type: ignore[index]
                     run.settle_executed(task, key_index, output, invocations, value.materialization_id)
