@@ -86,6 +86,7 @@ class MaterializationContext:
     partition_key_present: bool
     input_materialization_ids: tuple[str, ...] = ()
     partition_key_type: str = field(default="")
+    _identity_hash: str = field(default="", init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         ids = _check_identity(
@@ -144,9 +145,11 @@ class MaterializationContext:
         }
 
     def identity_hash(self) -> str:
-        """SHA-256 of the canonical identity: a safe file name, no raw key inside."""
-        canonical = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        """SHA-256 of the canonical identity: a safe file name, no raw key inside (computed once)."""
+        if not self._identity_hash:
+            canonical = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+            object.__setattr__(self, "_identity_hash", hashlib.sha256(canonical.encode("utf-8")).hexdigest())
+        return self._identity_hash
 
 
 @dataclass(frozen=True, slots=True)
