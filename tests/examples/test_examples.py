@@ -418,6 +418,52 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
     ],
 }
 
+EXPECTED_OUTPUT.update(
+    {
+        # docs/triggers.md
+        "batch_validation.py": [
+            "store: sqlite:///",
+            "producer: batch 41 committed, readiness event 1",
+            "producer: batch 42 committed, readiness event 2",
+            "producer: still running (paused after batch 42)",
+            "consumer: validating batch 41 (event 1, 1025 rows, attempt of ingest)",
+            "consumer: validating batch 42 (event 2, 1050 rows, attempt of ingest)",
+            "trigger pass: started 2 consumer runs",
+            "producer: failed (batch 43: the source file is truncated)",
+            "trigger pass after the failure: started 0 consumer runs",
+            "external: batch 41 re-announced as event 5",
+            "consumer: validating batch 41 (event 5, 1030 rows, external)",
+            "trigger pass after the re-announcement: started 1",
+            "request: batch 41 generation 0 events [1]",
+            "request: batch 42 generation 0 events [2]",
+            "request: batch 41 generation 1 events [5]",
+            "runs recorded: 4 (3 success, 1 failed)",
+        ],
+        "hourly_rollup.py": [
+            "hours of 2026-10-25 in Europe/Berlin: 25 (2026-10-25T02, 2026-10-25T02+01:00)",
+            "RollupMapper('day') needs 25 hourly keys for 2026-10-25",
+            "after 24 hourly events: would start -, waiting ['2026-10-25']",
+            "trigger pass: started 0 consumer runs",
+            "still: would start -, waiting ['2026-10-25']",
+            "after the last hour (2026-10-25T23): would start ['2026-10-25'], waiting -",
+            "daily_usage 2026-10-25: 25 hourly events, 51 kWh",
+            "trigger pass: started 1 consumer runs",
+            "afterwards: would start -, waiting -",
+        ],
+        "runtime_triggered.py": [
+            "producer run 1: success, discovered ['hamburg', 'lyon']",
+            "stock_check hamburg: 1200 pallets (event 1, discovery of warehouses)",
+            "stock_check lyon: 800 pallets (event 2, discovery of warehouses)",
+            "trigger pass: started 2 consumer runs",
+            "producer run 2: success, discovered ['hamburg', 'lyon', 'oslo']",
+            "stock_check hamburg: 1200 pallets (event 5, discovery of warehouses)",
+            "stock_check oslo: 300 pallets (event 7, discovery of warehouses)",
+            "trigger pass: started 3 consumer runs (each discovery event is new)",
+            "nothing left: started 0",
+        ],
+    }
+)
+
 # Command-line arguments for examples that need them, as their docs show them
 # (relative paths resolve in the temporary working directory).
 EXAMPLE_ARGUMENTS: dict[str, list[str]] = {
@@ -658,6 +704,48 @@ CLI_COMMANDS: dict[str, tuple[int, list[str]]] = {
     "partita partitions retire --help": (0, ["NAME KEY", "--store URL", "--json"]),
 }
 
+CLI_COMMANDS.update(
+    {
+        # docs/triggers.md (`trigger` and `plan --pending` first get `TRIGGER_HISTORY` of their entry)
+        "partita run examples/batch_validation.py --yes": (
+            1,
+            ["producer: batch 41 committed", "producer: batch 42 committed", "batch 43", "status: failed"],
+        ),
+        "partita plan examples/batch_validation.py --pending": (
+            0,
+            ["pending consumer runs", "validate_batches", "active", "41, 42"],
+        ),
+        "partita trigger examples/batch_validation.py --once": (
+            0,
+            ["consumer: validating batch 4", "started 2 consumer runs"],  # the two runs may print in either order
+        ),
+        "partita events emit meter_readings examples/hourly_rollup.py --partition-key 2026-10-25T00 "
+        "--extra '{\"kwh\":2}'": (0, ["published at"]),
+        "partita plan examples/hourly_rollup.py --pending": (0, ["daily_usage", "active", "2026-10-25"]),
+        "partita run examples/runtime_triggered.py --yes": (0, ["warehouses", "status: success"]),
+        "partita trigger examples/runtime_triggered.py --once": (
+            0,
+            ["stock_check ", "started 2 consumer runs"],  # the two runs may print in either order
+        ),
+        "partita flows pause validate_batches": (0, ["flow validate_batches paused"]),
+        "partita flows resume validate_batches": (0, ["flow validate_batches resumed"]),
+        # docs/cli.md
+        "partita serve --help": (0, ["SIGTERM", "--store", "--max-in-flight", "--poll-interval"]),
+        "partita trigger --help": (0, ["--once", "--max-in-flight", "--json"]),
+        "partita flows --help": (0, ["pause", "resume"]),
+    }
+)
+
+# What `partita trigger ... --once` and `partita plan ... --pending` read: the events of their entry's producer.
+TRIGGER_HISTORY: dict[str, tuple[str, ...]] = {
+    "examples/batch_validation.py": ("partita run examples/batch_validation.py --yes",),
+    "examples/hourly_rollup.py": (
+        "partita events emit meter_readings examples/hourly_rollup.py --partition-key 2026-10-25T00 "
+        "--extra '{\"kwh\":2}'",
+    ),
+    "examples/runtime_triggered.py": ("partita run examples/runtime_triggered.py --yes",),
+}
+
 # What `partita runs ...` commands in the docs read: recorded in their temporary directory first.
 HISTORY_RUNS = (
     "partita run examples/run_history.py --partition-range 2026-08-08 2026-08-10 --yes",
@@ -861,6 +949,9 @@ def test_documented_command(command: str, workdir: Path):
         arguments = _with_history(arguments, workdir)
     if arguments[0] == "events" and "--help" not in arguments:
         _with_events(command, workdir)
+    if arguments[0] == "trigger" or (arguments[0] == "plan" and "--pending" in arguments):
+        for earlier in TRIGGER_HISTORY.get(arguments[1], ()):
+            _partita(shlex.split(earlier)[1:], workdir)
     if _reads_tenant_registry(arguments):
         for earlier in TENANT_HISTORY:
             _partita(shlex.split(earlier)[1:], workdir)

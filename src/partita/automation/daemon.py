@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from partita.automation.evaluation import TriggerEvaluator, run_request
+from partita.errors import PartitaError
 from partita.flow import Flow
 from partita.store.sql import SqlStore
 from partita.store.triggers import TriggerStore
@@ -70,6 +71,8 @@ class TriggerDaemon:
         self._in_flight: set[concurrent.futures.Future[Any]] = set()
         self._pool = concurrent.futures.ThreadPoolExecutor(max_in_flight, thread_name_prefix="partita-consumer")
         self.started_runs = 0
+        # Set when a run finishes, so a full daemon refills its slots at once.
+        self._slot_freed = threading.Event()
 
     def stop(self) -> None:
         """Stop claiming work; runs in flight finish."""
@@ -94,11 +97,16 @@ class TriggerDaemon:
         last_heartbeat = time.monotonic()
         try:
             while not self._stop.is_set():
-                self._pass()
-                if time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
-                    triggers.daemon_heartbeat(self.daemon_id, time.time())
-                    last_heartbeat = time.monotonic()
-                self._stop.wait(self.poll_interval)
+                try:
+                    self._pass()
+                    if time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
+                        triggers.daemon_heartbeat(self.daemon_id, time.time())
+                        last_heartbeat = time.monotonic()
+                except PartitaError as exc:
+                    log.error("trigger pass failed: %s", exc, extra={"daemon": self.daemon_id})
+                # Wake on a freed slot or after the poll interval, whichever comes first.
+                self._slot_freed.wait(self.poll_interval)
+                self._slot_freed.clear()
         finally:
             log.info("daemon stopping: waiting for runs in flight", extra={"daemon": self.daemon_id})
             concurrent.futures.wait(list(self._in_flight))
@@ -114,7 +122,7 @@ class TriggerDaemon:
                 continue
             for event_id, reason in report.rejected:
                 log.warning("event ignored: %s", reason, extra={"flow": evaluator.flow.name, "request": event_id})
-            for request in evaluator.due_requests():
+            for request in evaluator.due_requests(limit=4 * self.max_in_flight):
                 if self._stop.is_set():
                     return started
                 self._in_flight = {future for future in self._in_flight if not future.done()}
@@ -129,5 +137,7 @@ class TriggerDaemon:
                     "starting consumer run",
                     extra={"flow": evaluator.flow.name, "request": claimed.id, "run_id": claimed.run_id},
                 )
-                self._in_flight.add(self._pool.submit(run_request, evaluator, claimed))
+                future = self._pool.submit(run_request, evaluator, claimed)
+                future.add_done_callback(lambda _: self._slot_freed.set())
+                self._in_flight.add(future)
         return started

@@ -89,14 +89,18 @@ class TriggerEvaluator:
         for event_id, asset, key in new:
             try:
                 keys = trigger.mapper.downstream_keys(key or "", self._partition_def(asset), consumer)
-            except (ValueError, PartitaError) as exc:
+            except Exception as exc:  # noqa: BLE001 - a broken mapper rejects this event, not the pass
                 report.rejected.append((event_id, str(exc)))
                 log.warning("flow %s: event %s cannot be mapped to a consumer key: %s", self.flow.name, event_id, exc)
                 continue
             for downstream_key in keys:
                 affected.setdefault(downstream_key, []).append(event_id)
-        for waiting in self.triggers.waiting(self.flow.name):
-            affected.setdefault(waiting.partition_key, []).extend(waiting.event_ids)
+        # A waiting key can only become complete through a new event, which maps
+        # to it again: a recording pass does not re-examine the others. A preview
+        # (plan --pending) shows them all.
+        if not record:
+            for waiting in self.triggers.waiting(self.flow.name):
+                affected.setdefault(waiting.partition_key, []).extend(waiting.event_ids)
         for downstream_key, ids in affected.items():
             if self._complete(trigger, downstream_key, consumer):
                 report.ready[downstream_key] = ids
@@ -104,14 +108,19 @@ class TriggerEvaluator:
                 report.waiting[downstream_key] = ids
         if record and (new or report.ready or report.waiting):
             last = new[-1][0] if new else cursor
-            self.triggers.record_pass(self.flow.name, report.ready, report.waiting, last, None, now.timestamp())
+            recorded = self.triggers.record_pass(
+                self.flow.name, report.ready, report.waiting, cursor, last, None, now.timestamp()
+            )
+            if not recorded:
+                # Another daemon advanced the cursor meanwhile: its pass owns these events.
+                report.ready, report.waiting = {}, {}
 
     def _complete(self, trigger: OnAssetEvents, downstream_key: str, consumer: Any) -> bool:
         for asset in trigger.assets:
             upstream = self._partition_def(asset)
             try:
                 requirement = trigger.mapper.requirement(downstream_key, upstream, consumer)
-            except (ValueError, PartitaError):
+            except Exception:  # noqa: BLE001 - an unanswerable requirement keeps the key waiting
                 return False
             if not requirement.keys:
                 if not self.triggers.has_event(asset):
@@ -147,10 +156,10 @@ class TriggerEvaluator:
 
     # -- starting ---------------------------------------------------------------
 
-    def due_requests(self, now: float | None = None) -> list[TriggerRequest]:
-        """Pending requests, plus claims that went stale before their run started."""
+    def due_requests(self, now: float | None = None, limit: int | None = None) -> list[TriggerRequest]:
+        """Pending requests (the oldest ``limit``), plus claims that went stale before their run started."""
         now = time.time() if now is None else now
-        pending = self.triggers.requests(self.flow.name, ("pending",))
+        pending = self.triggers.requests(self.flow.name, ("pending",), limit)
         for claimed in self.triggers.requests(self.flow.name, ("claimed",)):
             if claimed.run_id is not None and self.triggers.run_exists(claimed.run_id):
                 continue  # started: never started again; its own end finishes the request

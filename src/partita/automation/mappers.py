@@ -18,6 +18,7 @@ import datetime as dt
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from partita.errors import DefinitionError
 from partita.partitions.base import PartitionDef
@@ -157,20 +158,38 @@ class RollupMapper(PartitionMapper):
         return Requirement(tuple(upstream.format_key(key) for key in keys), self.minimum)
 
     def _window_keys(self, upstream: PartitionDef, start: Any, end: Any) -> tuple[Any, ...]:
+        """Every upstream key in [start, end), enumerated without the definition's bounds, then filtered by them."""
         if isinstance(upstream, HourlyPartitionDef):
-            zone = upstream.normalize_key(dt.datetime(2000, 1, 1, tzinfo=dt.UTC)).tzinfo
+            zone = ZoneInfo(upstream.timezone)
             first = _local_midnight(start, zone) if not isinstance(start, dt.datetime) else start
             after = _local_midnight(end, zone) if not isinstance(end, dt.datetime) else end
-            last = (after.astimezone(dt.UTC) - dt.timedelta(hours=1)).astimezone(zone)
-            return upstream.range(upstream.normalize_key(first), upstream.normalize_key(last))
-        if isinstance(upstream, MonthlyPartitionDef):
-            last_month = (end - dt.timedelta(days=1)).replace(day=1)
-            return upstream.range(start.replace(day=1), last_month)
-        if isinstance(upstream, DatePartitionDef):
-            day_start = start.date() if isinstance(start, dt.datetime) else start
-            day_end = end.date() if isinstance(end, dt.datetime) else end
-            return upstream.range(day_start, day_end - dt.timedelta(days=1))
-        raise ValueError("a roll-up's upstream must be an hourly, daily or monthly definition")
+            candidates: list[Any] = []
+            current, stop = first.astimezone(dt.UTC), after.astimezone(dt.UTC)
+            while current < stop:
+                local = current.astimezone(zone)
+                if local.minute == 0:
+                    candidates.append(local)
+                current += dt.timedelta(minutes=15)  # offsets are whole quarter hours
+        elif isinstance(upstream, MonthlyPartitionDef):
+            candidates = []
+            month = start.replace(day=1) if not isinstance(start, dt.datetime) else start.date().replace(day=1)
+            end_day = end.date() if isinstance(end, dt.datetime) else end
+            while month < end_day:
+                candidates.append(month)
+                month = month.replace(year=month.year + 1, month=1) if month.month == 12 else month.replace(month=month.month + 1)
+        elif isinstance(upstream, DatePartitionDef):
+            day = start.date() if isinstance(start, dt.datetime) else start
+            end_day = end.date() if isinstance(end, dt.datetime) else end
+            candidates = [day + dt.timedelta(days=offset) for offset in range((end_day - day).days)]
+        else:
+            raise ValueError("a roll-up's upstream must be an hourly, daily or monthly definition")
+        keys = []
+        for candidate in candidates:
+            try:
+                keys.append(upstream.normalize_key(candidate))
+            except ValueError:
+                continue  # outside the definition's bounds: no event can ever exist for it
+        return tuple(keys)
 
 
 def _local_midnight(day: dt.date, zone: Any) -> dt.datetime:

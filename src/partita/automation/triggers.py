@@ -55,13 +55,15 @@ class CronPartitions:
     timezone: str
     start: dt.datetime
 
-    def __init__(self, cron: str, *, start: Any, timezone: str = "UTC") -> None:
+    def __init__(self, cron: str, *, start: Any = None, timezone: str = "UTC") -> None:
         if not isinstance(cron, str) or not croniter.is_valid(cron):
             raise DefinitionError("CronPartitions cron is not a valid cron expression (five fields, e.g. '0 * * * *')")
         try:
             zone = ZoneInfo(timezone)
         except (ZoneInfoNotFoundError, ValueError, TypeError):
             raise DefinitionError("CronPartitions timezone is not a known IANA time zone name") from None
+        if start is None:
+            raise DefinitionError("CronPartitions needs an explicit start: history begins there, never implicitly")
         if isinstance(start, str):
             try:
                 start = dt.datetime.fromisoformat(start)

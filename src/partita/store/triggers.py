@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
+from partita.errors import StoreError
 from partita.store.schema import daemons, events, flow_state, runs, trigger_cursors, trigger_requests, trigger_waiting
 from partita.store.sql import SqlStore
 
@@ -123,40 +125,72 @@ class TriggerStore:
         flow: str,
         ready: dict[str, list[int]],
         waiting: dict[str, list[int]],
+        expected_cursor: int,
         cursor: int,
         last_tick: float | None,
         now: float,
+    ) -> bool:
+        """Open or extend requests for ready keys, remember waiting keys, advance the cursor: one transaction.
+
+        Returns False (recording nothing) when the cursor no longer is the one
+        the pass read: another daemon evaluated these events first.
+        """
+        try:
+            with self.store._failures("record the trigger pass"), self.store._write() as connection:  # noqa: SLF001
+                if not self._cursor_unchanged(connection, flow, expected_cursor):
+                    return False
+                self._record(connection, flow, ready, waiting, now)
+                self._set_cursor(connection, flow, cursor, last_tick)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, IntegrityError):
+                return False  # two first passes raced to create the cursor
+            raise
+        return True
+
+    def _cursor_unchanged(self, connection: Any, flow: str, expected: int) -> bool:
+        query = select(trigger_cursors.c.last_event_id).where(trigger_cursors.c.flow == flow)
+        if self.store.dialect == "postgresql":
+            query = query.with_for_update()
+        row = connection.execute(query).first()
+        return (0 if row is None else int(row[0])) == expected
+
+    def _record(
+        self, connection: Any, flow: str, ready: dict[str, list[int]], waiting: dict[str, list[int]], now: float
     ) -> None:
-        """Open or extend requests for ready keys, remember waiting keys, advance the cursor: one transaction."""
-        with self.store._failures("record the trigger pass"), self.store._write() as connection:  # noqa: SLF001
-            for key, ids in ready.items():
-                self._add_to_open_request(connection, flow, key, ids, now)
-            if ready:
+        for key, ids in ready.items():
+            earlier = connection.execute(
+                select(trigger_waiting.c.event_ids).where(
+                    trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key == key
+                )
+            ).first()
+            # The events that arrived while the key waited trigger its run too.
+            merged = ids if earlier is None else [*json.loads(earlier[0]), *ids]
+            self._add_to_open_request(connection, flow, key, merged, now)
+        if ready:
+            connection.execute(
+                delete(trigger_waiting).where(
+                    trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key.in_(list(ready))
+                )
+            )
+        for key, ids in waiting.items():
+            row = connection.execute(
+                select(trigger_waiting.c.event_ids).where(
+                    trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key == key
+                )
+            ).first()
+            if row is None:
                 connection.execute(
-                    delete(trigger_waiting).where(
-                        trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key.in_(list(ready))
+                    insert(trigger_waiting).values(
+                        flow=flow, partition_key=key, first_seen=now, event_ids=json.dumps(sorted(set(ids)))
                     )
                 )
-            for key, ids in waiting.items():
-                row = connection.execute(
-                    select(trigger_waiting.c.event_ids).where(
-                        trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key == key
-                    )
-                ).first()
-                if row is None:
-                    connection.execute(
-                        insert(trigger_waiting).values(
-                            flow=flow, partition_key=key, first_seen=now, event_ids=json.dumps(sorted(set(ids)))
-                        )
-                    )
-                else:
-                    merged = sorted(set(json.loads(row[0])) | set(ids))
-                    connection.execute(
-                        update(trigger_waiting)
-                        .where(trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key == key)
-                        .values(event_ids=json.dumps(merged))
-                    )
-            self._set_cursor(connection, flow, cursor, last_tick)
+            else:
+                merged = sorted(set(json.loads(row[0])) | set(ids))
+                connection.execute(
+                    update(trigger_waiting)
+                    .where(trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key == key)
+                    .values(event_ids=json.dumps(merged))
+                )
 
     def _add_to_open_request(self, connection: Any, flow: str, key: str, ids: list[int], now: float) -> None:
         open_request = connection.execute(
@@ -223,12 +257,17 @@ class TriggerStore:
 
     # -- requests ----------------------------------------------------------------
 
-    def requests(self, flow: str, statuses: Sequence[str] = ("pending",)) -> list[TriggerRequest]:
+    def requests(
+        self, flow: str, statuses: Sequence[str] = ("pending",), limit: int | None = None
+    ) -> list[TriggerRequest]:
+        """Requests in creation order; ``limit`` keeps a pass from reading a long backlog whole."""
         query = (
             select(trigger_requests)
             .where(trigger_requests.c.flow == flow, trigger_requests.c.status.in_(list(statuses)))
             .order_by(trigger_requests.c.id)
         )
+        if limit is not None:
+            query = query.limit(limit)
         with self.store._failures("read trigger requests"), self._engine.connect() as connection:  # noqa: SLF001
             return [_request(row) for row in connection.execute(query)]
 
