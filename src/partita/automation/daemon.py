@@ -73,6 +73,7 @@ class TriggerDaemon:
         self.started_runs = 0
         # Set when a run finishes, so a full daemon refills its slots at once.
         self._slot_freed = threading.Event()
+        self._paused: dict[str, bool] = {}
 
     def stop(self) -> None:
         """Stop claiming work; runs in flight finish."""
@@ -95,10 +96,16 @@ class TriggerDaemon:
         triggers.daemon_started(self.daemon_id, socket.gethostname(), os.getpid(), time.time())
         log.info("daemon started", extra={"daemon": self.daemon_id})
         last_heartbeat = time.monotonic()
+        last_evaluation = 0.0
         try:
             while not self._stop.is_set():
                 try:
-                    self._pass()
+                    # Triggers are evaluated once per poll interval; a freed slot
+                    # in between only takes the next due request.
+                    evaluate = time.monotonic() - last_evaluation >= self.poll_interval
+                    if evaluate:
+                        last_evaluation = time.monotonic()
+                    self._pass(evaluate)
                     if time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
                         triggers.daemon_heartbeat(self.daemon_id, time.time())
                         last_heartbeat = time.monotonic()
@@ -114,14 +121,17 @@ class TriggerDaemon:
             triggers.daemon_heartbeat(self.daemon_id, time.time(), stopped=True)
             log.info("daemon stopped", extra={"daemon": self.daemon_id})
 
-    def _pass(self) -> int:
+    def _pass(self, evaluate: bool = True) -> int:
+        """Evaluate triggers (when due) and fill free slots with due requests."""
         started = 0
         for evaluator in self.evaluators:
-            report = evaluator.evaluate()
-            if report.paused:
+            if evaluate:
+                report = evaluator.evaluate()
+                self._paused[evaluator.flow.name] = report.paused
+                for event_id, reason in report.rejected:
+                    log.warning("event ignored: %s", reason, extra={"flow": evaluator.flow.name, "request": event_id})
+            if self._paused.get(evaluator.flow.name):
                 continue
-            for event_id, reason in report.rejected:
-                log.warning("event ignored: %s", reason, extra={"flow": evaluator.flow.name, "request": event_id})
             for request in evaluator.due_requests(limit=4 * self.max_in_flight):
                 if self._stop.is_set():
                     return started
