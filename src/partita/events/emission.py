@@ -48,7 +48,7 @@ _STRICT_JSON = JsonCodec()
 #: Asset name -> its partition definition (None: unpartitioned). Picklable, unlike a registry.
 Catalog = Mapping[str, PartitionDef | None]
 
-_active: contextvars.ContextVar[Emitter | None] = contextvars.ContextVar("partita_active_emitter")
+_active: contextvars.ContextVar[Any] = contextvars.ContextVar("partita_active_emitter")
 
 
 def _asset_name(asset: Any) -> str:
@@ -348,7 +348,39 @@ class Emitter:
         return (_store_emitter, (self.store_url, *state))
 
 
-def activate(emitter: Emitter | None) -> contextvars.Token[Any]:
+_LAZY_LOCK = threading.Lock()
+
+
+class LazyEmitter:
+    """Creates the real `Emitter` on first use: most bodies never emit, and an
+    emitter per attempt would be a measurable share of the engine's cost."""
+
+    __slots__ = ("_factory", "_arguments", "_emitter")
+
+    def __init__(self, factory: Callable[..., Emitter], *arguments: Any) -> None:
+        self._factory = factory
+        self._arguments = arguments
+        self._emitter: Emitter | None = None
+
+    def resolve(self) -> Emitter:
+        emitter = self._emitter
+        if emitter is None:
+            # Threads sharing one context must share one emitter (one sequence).
+            with _LAZY_LOCK:
+                if self._emitter is None:
+                    self._emitter = self._factory(*self._arguments)
+                emitter = self._emitter
+        return emitter
+
+    def emit(self, asset: Any, **options: Any) -> EmissionReceipt:
+        return self.resolve().emit(asset, **options)
+
+
+def resolve_emitter(emitter: Emitter | LazyEmitter) -> Emitter:
+    return emitter.resolve() if isinstance(emitter, LazyEmitter) else emitter
+
+
+def activate(emitter: Emitter | LazyEmitter | None) -> contextvars.Token[Any]:
     """Make ``emitter`` the one `partita.emit` uses in this thread or task."""
     return _active.set(emitter)  # type: ignore[arg-type]
 
@@ -396,7 +428,8 @@ def emit(
     Outside a running body or callback (for example at import time) it
     raises EmissionError: there is no producer to attribute the event to.
     """
-    emitter = _active.get(None)
+    active = _active.get(None)
+    emitter = None if active is None else resolve_emitter(active)
     if emitter is None:
         raise EmissionError(
             "partita.emit() works only while an asset body or a callback runs; nothing is running here "

@@ -173,4 +173,6 @@ class CallbackContext:
 def _emitter_of(context: AssetContext | CallbackContext) -> Emitter:
     if context.emitter is None:
         raise EmissionError("this context was not created by a running flow; it cannot publish events")
-    return context.emitter
+    from partita.events.emission import resolve_emitter
+
+    return resolve_emitter(context.emitter)

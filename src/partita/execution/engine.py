@@ -24,7 +24,15 @@ from typing import Any
 
 from partita.definitions.policies import ResourcePolicy
 from partita.errors import PartitaError
-from partita.events.emission import Emitter, EventLog, MemoryEventLog, RunLiveness, activate, catalog_of
+from partita.events.emission import (
+    Emitter,
+    EventLog,
+    LazyEmitter,
+    MemoryEventLog,
+    RunLiveness,
+    activate,
+    catalog_of,
+)
 from partita.events.model import EmissionReceipt, SourceKind
 from partita.execution.admission import GroupGate, ResourceGate
 from partita.execution.callbacks import CallbackRunner
@@ -389,7 +397,11 @@ class _Run:
         if self.retry_history:
             invocation += len(self.retry_history.get((task, key_index), ()))
         kwargs = self._inputs_for(task, key_index)
-        emitter = self._emitter(task, key_index, invocation)
+        emitter: Any
+        if self.executor.runs_async_bodies:
+            emitter = self._emitter(task, key_index, invocation)  # crosses a process boundary: built now
+        else:
+            emitter = LazyEmitter(self._emitter, task, key_index, invocation)
         fn = definition.fn
         collector = None
         if task.discovers:
@@ -452,7 +464,7 @@ class _Run:
         task: TaskState,
         key_index: int,
         invocation: int,
-        emitter: Emitter,
+        emitter: Any,
         discovery: DiscoveryCollector | None = None,
     ) -> AssetContext:
         if task.logger is None:
@@ -470,7 +482,7 @@ class _Run:
         )
 
     async def _run_async(
-        self, task: TaskState, key_index: int, fn: Callable[..., Any], kwargs: dict[str, Any], emitter: Emitter
+        self, task: TaskState, key_index: int, fn: Callable[..., Any], kwargs: dict[str, Any], emitter: Any
     ) -> None:
         activate(emitter)  # this task's own context: nothing to reset
         started = _now()
@@ -558,14 +570,17 @@ class _Run:
         materialization_id: str | None,
     ) -> None:
         task.outputs[key_index] = output
-        result = self._attempt(
-            task,
-            key_index,
+        # Built inline: the hot path of every successful attempt.
+        result = AttemptResult(
+            task.name,
+            task.keys[key_index],
+            task.partitioned,
             AttemptStatus.SUCCESS,
             output=output,
             invocations=invocations,
             resolution=resolution,
             materialization_id=materialization_id,
+            index=key_index,
         )
         self._settle(task, key_index, result, None)
         if self.has_callbacks and task.definition.on_success is not None:
