@@ -54,6 +54,7 @@ class TriggerEvaluator:
         self.store = store
         self.triggers = TriggerStore(store)
         self._definitions = {definition.name: definition for definition in flow.closure()}
+        self._last_stale_check = float("-inf")
         self._registry = flow.registry
 
     def _partition_def(self, asset: str) -> Any:
@@ -160,6 +161,10 @@ class TriggerEvaluator:
         """Pending requests (the oldest ``limit``), plus claims that went stale before their run started."""
         now = time.time() if now is None else now
         pending = self.triggers.requests(self.flow.name, ("pending",), limit)
+        # Stale claims are rare: look for them a few times per staleness period, not per request.
+        if now - self._last_stale_check < STALE_CLAIM_SECONDS / 4:
+            return pending
+        self._last_stale_check = now
         for claimed in self.triggers.requests(self.flow.name, ("claimed",)):
             if claimed.run_id is not None and self.triggers.run_exists(claimed.run_id):
                 continue  # started: never started again; its own end finishes the request

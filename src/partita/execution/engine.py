@@ -207,7 +207,8 @@ class _Run:
         self.observers.emit(RunFinished(result))
         if journal is not None:
             try:
-                await asyncio.to_thread(journal.end, result)
+                # Synchronously: the run is over, and a thread hop costs more than the final flush.
+                journal.end(result)
             except PartitaError as error:
                 error.result = result  # type: ignore[attr-defined]
                 raise
@@ -793,8 +794,10 @@ class _Run:
             plan=self.plan,
             resources={name: gate.statistics() for name, gate in self.gates.items()},
             callback_errors=tuple(self.callbacks.errors) if self.callbacks is not None else (),
-            # Asked of the log, not of local receipts: worker processes emit too.
-            events=self.event_log.events_of_run(self.run_id),  # type: ignore[attr-defined]
+            # Asked of the log, not of local receipts, when worker processes may have emitted.
+            events=self.event_log.events_of_run(self.run_id)  # type: ignore[attr-defined]
+            if self.receipts or self.executor.runs_async_bodies
+            else (),
             receipts=tuple(self.receipts),
             discoveries={} if self.fan_out is None else dict(self.fan_out.discoveries),
         )
