@@ -14,21 +14,20 @@ from rich.table import Table
 
 from partita.automation.daemon import TriggerDaemon, json_log_handler
 from partita.automation.evaluation import TriggerEvaluator
-from partita.cli.common import emit_document, handles_errors, opened_store
+from partita.cli.common import (
+    emit_document,
+    handles_errors,
+    json_option,
+    opened_store,
+    store_option,
+)
 from partita.cli.entry import load_trigger_flows
 from partita.store.triggers import TriggerStore
 
 
-def _store_option(command: Any) -> Any:
-    return click.option(
-        "--store", "store_url", metavar="URL", default=None,
-        help="The store that holds events and trigger state (default: $PARTITA_STORE, else sqlite:///.partita/partita.db).",
-    )(command)
-
-
 @click.command()
 @click.argument("entry")
-@_store_option
+@store_option
 @click.option("--max-in-flight", type=click.IntRange(min=1), default=4, show_default=True, help="Consumer runs at once.")
 @click.option("--poll-interval", type=click.FloatRange(min=0.01), default=0.1, show_default=True, help="Seconds between passes.")
 @handles_errors
@@ -53,9 +52,9 @@ def serve(entry: str, store_url: str | None, max_in_flight: int, poll_interval: 
 @click.command()
 @click.argument("entry")
 @click.option("--once", is_flag=True, required=True, help="Process what is pending now, then exit.")
-@_store_option
+@store_option
 @click.option("--max-in-flight", type=click.IntRange(min=1), default=4, show_default=True, help="Consumer runs at once.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@json_option
 @handles_errors
 def trigger(entry: str, once: bool, store_url: str | None, max_in_flight: int, as_json: bool) -> None:
     """Evaluate ENTRY's triggers once and run the consumer runs that are due."""
@@ -123,7 +122,7 @@ def _set_paused(name: str, store_url: str | None, paused: bool) -> None:
 
 @flows.command()
 @click.argument("name")
-@_store_option
+@store_option
 @handles_errors
 def pause(name: str, store_url: str | None) -> None:
     """Pause the triggered flow NAME."""
@@ -132,7 +131,7 @@ def pause(name: str, store_url: str | None) -> None:
 
 @flows.command()
 @click.argument("name")
-@_store_option
+@store_option
 @handles_errors
 def resume(name: str, store_url: str | None) -> None:
     """Resume the triggered flow NAME."""

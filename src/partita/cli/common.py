@@ -67,15 +67,23 @@ def handles_errors(command: Callable[..., None]) -> Callable[..., None]:
 
 
 
-def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--store URL`` and ``--no-store`` (resolved by `opened_store`)."""
-    command = click.option(
-        "--no-store", is_flag=True, help="Do not read or record run history."
-    )(command)
+def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--json``: print exactly one typed document on stdout."""
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(command)
+
+
+def store_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--store URL`` (resolved by `opened_store` / `reading_store`)."""
     return click.option(
         "--store", "store_url", metavar="URL", default=None,
-        help=f"Run-history store (default: $PARTITA_STORE, else {DEFAULT_STORE_URL}).",
+        help=f"The store of run history, events and trigger state (default: $PARTITA_STORE, else {DEFAULT_STORE_URL}).",
     )(command)
+
+
+def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--store URL`` and ``--no-store`` (resolved by `opened_store`)."""
+    command = click.option("--no-store", is_flag=True, help="Do not read or record run history.")(command)
+    return store_option(command)
 
 
 @contextlib.contextmanager

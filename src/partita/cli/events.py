@@ -11,21 +11,18 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from partita.cli.common import chosen_store_url, emit_document, handles_errors, opened_store, reading_store
+from partita.cli.common import (
+    chosen_store_url,
+    emit_document,
+    handles_errors,
+    json_option,
+    opened_store,
+    reading_store,
+    store_option,
+)
 from partita.cli.entry import load_registry
 from partita.errors import ConfigurationError
 from partita.events.external import publish_event
-
-
-def _json_option(command: Any) -> Any:
-    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(command)
-
-
-def _store_option(command: Any) -> Any:
-    return click.option(
-        "--store", "store_url", metavar="URL", default=None,
-        help="Run-history store (default: $PARTITA_STORE, else sqlite:///.partita/partita.db).",
-    )(command)
 
 
 @click.group()
@@ -38,8 +35,8 @@ def events() -> None:
 @click.option("--partition-key", default=None, metavar="KEY", help="Only events with this canonical key text.")
 @click.option("--since", type=click.IntRange(min=0), default=None, metavar="ID", help="Only events after this id.")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, help="At most N events.")
-@_store_option
-@_json_option
+@store_option
+@json_option
 @handles_errors
 def list_events(
     asset: str | None, partition_key: str | None, since: int | None, limit: int, store_url: str | None, as_json: bool
@@ -105,8 +102,8 @@ def _parse_extra(text: str | None) -> Any:
 @click.option("--partition-date", default=None, metavar="ISO", help="An ISO 8601 date-time with offset (needs a key).")
 @click.option("--extra", default=None, metavar="JSON", help="A JSON object attached to the event.")
 @click.option("--dedupe-key", default=None, metavar="D", help="Makes repeating this publication idempotent.")
-@_store_option
-@_json_option
+@store_option
+@json_option
 @handles_errors
 def emit_event(
     asset: str,

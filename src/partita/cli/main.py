@@ -25,8 +25,10 @@ from partita.cli.common import (
     emit_document,
     emit_json,
     handles_errors,
+    json_option,
     opened_store,
     reading_store,
+    store_option,
     store_options,
 )
 from partita.cli.entry import load_entry
@@ -75,9 +77,6 @@ def _entry_argument(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.argument("entry")(command)
 
 
-def _json_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(command)
-
 
 def _selection_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
@@ -111,7 +110,7 @@ def cli() -> None:
 
 @cli.command()
 @_entry_argument
-@_json_option
+@json_option
 @handles_errors
 def assets(entry: str, targets: tuple[str, ...], as_json: bool) -> None:
     """List the assets of ENTRY's flow (or of --target) and their dependencies."""
@@ -153,11 +152,8 @@ def _runtime_domain(name: str) -> str:
     "--domain", "domain_name", metavar="NAME", default=None,
     help="List the known keys of this runtime domain (from the store) instead of describing definitions.",
 )
-@click.option(
-    "--store", "store_url", metavar="URL", default=None,
-    help="Run-history store for --domain (default: $PARTITA_STORE, else sqlite:///.partita/partita.db).",
-)
-@_json_option
+@store_option
+@json_option
 @handles_errors
 def describe_partitions(
     entry: str, targets: tuple[str, ...], domain_name: str | None, store_url: str | None, as_json: bool
@@ -195,11 +191,8 @@ def describe_partitions(
 @partitions.command("retire")
 @click.argument("name")
 @click.argument("key")
-@click.option(
-    "--store", "store_url", metavar="URL", default=None,
-    help="Run-history store (default: $PARTITA_STORE, else sqlite:///.partita/partita.db).",
-)
-@_json_option
+@store_option
+@json_option
 @handles_errors
 def retire_partition(name: str, key: str, store_url: str | None, as_json: bool) -> None:
     """Retire KEY of the runtime domain NAME (discovering it again reactivates it)."""
@@ -231,8 +224,8 @@ def _make_plan(
 @_entry_argument
 @_selection_options
 @click.option("--pending", is_flag=True, help="Show what ENTRY's triggers would start now (nothing starts).")
-@click.option("--store", "store_url", metavar="URL", default=None, help="Store for --pending.")
-@_json_option
+@store_option
+@json_option
 @handles_errors
 def plan(entry: str, targets: tuple[str, ...], as_json: bool, pending: bool, store_url: str | None, **selection: Any) -> None:
     """Show what a run of ENTRY would do, without running anything.
@@ -263,7 +256,7 @@ def plan(entry: str, targets: tuple[str, ...], as_json: bool, pending: bool, sto
     "--record-partition-keys", is_flag=True,
     help="Keep each attempt's canonical key text in the run history (off: only whether it had a key).",
 )
-@_json_option
+@json_option
 @handles_errors
 def run(
     entry: str,

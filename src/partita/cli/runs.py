@@ -9,7 +9,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from partita.cli.common import chosen_store_url, emit_document, handles_errors, reading_store
+from partita.cli.common import (
+    chosen_store_url,
+    emit_document,
+    handles_errors,
+    json_option,
+    reading_store,
+    store_option,
+)
 from partita.errors import UnknownRunError
 from partita.results.record import render_record
 from partita.store import StoredRun
@@ -21,15 +28,6 @@ _STATUSES = ("running", "interrupted", "success", "failed", "cancelled")
 _STYLE = {"success": "green", "failed": "red", "cancelled": "magenta", "interrupted": "magenta", "running": "cyan"}
 
 
-def _store_option(command: Any) -> Any:
-    return click.option(
-        "--store", "store_url", metavar="URL", default=None,
-        help="Run-history store (default: $PARTITA_STORE, else sqlite:///.partita/partita.db).",
-    )(command)
-
-
-def _json_option(command: Any) -> Any:
-    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(command)
 
 
 def _summary(run: StoredRun) -> dict[str, Any]:
@@ -67,8 +65,8 @@ def runs() -> None:
 @runs.command("list")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Show at most N runs.")
 @click.option("--status", type=click.Choice(_STATUSES), default=None, help="Only runs with this status.")
-@_store_option
-@_json_option
+@store_option
+@json_option
 @handles_errors
 def list_runs(limit: int, status: str | None, store_url: str | None, as_json: bool) -> None:
     """The most recent runs, newest first."""
@@ -101,8 +99,8 @@ def list_runs(limit: int, status: str | None, store_url: str | None, as_json: bo
 
 @runs.command("show")
 @click.argument("run_id")
-@_store_option
-@_json_option
+@store_option
+@json_option
 @handles_errors
 def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
     """One run: status, timing and every task's outcome (RUN_ID or a unique prefix)."""
@@ -157,8 +155,8 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
 @runs.command("compare")
 @click.argument("first")
 @click.argument("second")
-@_store_option
-@_json_option
+@store_option
+@json_option
 @handles_errors
 def compare(first: str, second: str, store_url: str | None, as_json: bool) -> None:
     """Status and duration per asset in two runs, and what changed."""
