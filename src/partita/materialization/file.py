@@ -229,16 +229,9 @@ class FileMaterialization:
             committed_at = dt.datetime.fromisoformat(committed) if isinstance(committed, str) else None
         except ValueError:
             raise _Corrupt("manifest has a malformed commit time") from None
-        return MaterializationRecord(
-            materialization_id=materialization_id,
-            asset_name=context.asset_name,
-            version=context.version,
-            partition_domain=context.partition_domain,
-            partition_key_text=context.partition_key_text,
-            partition_key_present=context.partition_key_present,
-            input_materialization_ids=context.input_materialization_ids,
+        return context.record(
+            materialization_id,
             committed_at=committed_at,
-            partition_key_type=context.partition_key_type,
             metadata={
                 "epoch": epoch,
                 "schema_version": manifest_version,
@@ -339,16 +332,9 @@ class FileMaterialization:
             _replace_durably(reference_path, json.dumps(reference).encode("utf-8"))
         except OSError as exc:
             raise FileMaterializationError(f"cannot write under the materialization root: {exc.strerror}") from exc
-        return MaterializationRecord(
-            materialization_id=materialization_id,
-            asset_name=context.asset_name,
-            version=context.version,
-            partition_domain=context.partition_domain,
-            partition_key_text=context.partition_key_text,
-            partition_key_present=context.partition_key_present,
-            input_materialization_ids=context.input_materialization_ids,
+        return context.record(
+            materialization_id,
             committed_at=dt.datetime.fromisoformat(committed_at),
-            partition_key_type=context.partition_key_type,
             metadata={
                 "epoch": epoch,
                 "schema_version": SCHEMA_VERSION,

@@ -130,6 +130,23 @@ class MaterializationContext:
             input_materialization_ids=tuple(input_materialization_ids),
         )
 
+    def record(
+        self, materialization_id: str, *, committed_at: dt.datetime | None = None, metadata: dict[str, Any] | None = None
+    ) -> MaterializationRecord:
+        """A record of exactly this identity (what an adapter's commit and resolve return)."""
+        return MaterializationRecord(
+            materialization_id=materialization_id,
+            asset_name=self.asset_name,
+            version=self.version,
+            partition_domain=self.partition_domain,
+            partition_key_text=self.partition_key_text,
+            partition_key_present=self.partition_key_present,
+            input_materialization_ids=self.input_materialization_ids,
+            committed_at=committed_at,
+            partition_key_type=self.partition_key_type,
+            metadata=metadata or {},
+        )
+
     def identity(self) -> dict[str, Any]:
         """The identity as a JSON-safe mapping (stable field order)."""
         return {
