@@ -113,26 +113,34 @@ def flows() -> None:
     """Pause and resume triggered flows (a paused flow starts nothing)."""
 
 
-def _set_paused(name: str, store_url: str | None, paused: bool) -> None:
+def _set_paused(name: str, store_url: str | None, paused: bool, as_json: bool) -> None:
     with opened_store(store_url, False) as store:
         assert store is not None
-        TriggerStore(store).set_paused(name, paused, time.time())
-    Console().print(f"flow {escape(name)} {'paused' if paused else 'resumed'}", highlight=False)
+        triggers = TriggerStore(store)
+        triggers.set_paused(name, paused, time.time())
+        # The document reports the state read back from the store, not the request.
+        now_paused = triggers.is_paused(name)
+    if as_json:
+        emit_document("flow-state", {"flow": name, "paused": now_paused})
+        return
+    Console().print(f"flow {escape(name)} {'paused' if now_paused else 'resumed'}", highlight=False)
 
 
 @flows.command()
 @click.argument("name")
 @store_option
+@json_option
 @handles_errors
-def pause(name: str, store_url: str | None) -> None:
+def pause(name: str, store_url: str | None, as_json: bool) -> None:
     """Pause the triggered flow NAME."""
-    _set_paused(name, store_url, True)
+    _set_paused(name, store_url, True, as_json)
 
 
 @flows.command()
 @click.argument("name")
 @store_option
+@json_option
 @handles_errors
-def resume(name: str, store_url: str | None) -> None:
+def resume(name: str, store_url: str | None, as_json: bool) -> None:
     """Resume the triggered flow NAME."""
-    _set_paused(name, store_url, False)
+    _set_paused(name, store_url, False, as_json)
