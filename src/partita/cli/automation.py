@@ -22,6 +22,7 @@ from partita.cli.common import (
     store_option,
 )
 from partita.cli.entry import load_trigger_flows
+from partita.errors import ConfigurationError
 from partita.store.triggers import TriggerStore
 
 
@@ -114,6 +115,8 @@ def flows() -> None:
 
 
 def _set_paused(name: str, store_url: str | None, paused: bool, as_json: bool) -> None:
+    if not name:
+        raise ConfigurationError("flow NAME is empty; pass the triggered flow's name= (see partita plan ENTRY --pending)")
     with opened_store(store_url, False) as store:
         assert store is not None
         triggers = TriggerStore(store)
