@@ -50,6 +50,10 @@ CLI_DOCUMENTS = (
     "events",
     "emission",
     "partition-retired",
+    # Trigger commands; their documents are checked in tests/automation/test_trigger_documents.py.
+    "pending",
+    "trigger-pass",
+    "flow-state",
 )
 SECRET = "tenant-secret-42"  # a distinctive key: it must never leak unless recorded on purpose
 WAIT = 30.0  # seconds any wait for work may take before the test fails
