@@ -421,12 +421,11 @@ _KILLED_COMMIT = textwrap.dedent(
         partition_key="tenant-a", partition_key_text="tenant-a", partition_key_present=True,
     )
     if mode == "adapter":
-        real = file_module._replace_durably
-        def dying(path, data):
-            if path.parent.parent.name == "refs":
-                os._exit(9)  # killed after the generation is written, before the reference
-            return real(path, data)
-        file_module._replace_durably = dying
+        real = file_module._fsync_all
+        def dying(descriptors):
+            real(descriptors)
+            os._exit(9)  # killed once the generation is durable, before the reference is replaced
+        file_module._fsync_all = dying
     else:
         real_replace = os.replace
         def dying_replace(source, destination, *args, **kwargs):
@@ -499,15 +498,15 @@ def test_the_last_reference_replacement_wins_between_threads(root, make_context,
     store = FileMaterialization(root)
     context = make_context()
     reached, release = threading.Event(), threading.Event()
-    real = file_module._replace_durably
+    real = file_module._fsync_all
 
-    def ordered(path, data):
-        if threading.current_thread().name == "slow-writer" and path.parent.parent.name == "refs":
+    def ordered(descriptors):
+        real(descriptors)  # the slow writer's generation is durable ...
+        if threading.current_thread().name == "slow-writer":  # ... but its reference waits
             reached.set()
             assert release.wait(timeout=60), "the test never released the slow writer"
-        return real(path, data)
 
-    monkeypatch.setattr(file_module, "_replace_durably", ordered)
+    monkeypatch.setattr(file_module, "_fsync_all", ordered)
     results: dict[str, Any] = {}
 
     def slow() -> None:

@@ -8,8 +8,9 @@ file name)::
     refs/<hh>/<identity>.json            small, replaced atomically
     invalidations/<hh>/<identity>.json   the revocation ledger
 
-A commit writes a new generation (payload, then manifest, each fsynced, then
-the generation folder), and only then replaces the reference. A reader
+A commit writes a new generation (payload and manifest) and the new
+reference's bytes, fsyncs them and the generation's folders together, and
+only then renames the reference into place. A reader
 therefore sees the old generation or the new one, never half of one; a
 process killed midway leaves an unreferenced generation behind. Generations
 are never deleted. Atomic rename gives visibility on a local filesystem;
@@ -26,11 +27,14 @@ no ledger exists for the identity.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import datetime as dt
 import enum
 import hashlib
 import json
 import os
+import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,6 +53,8 @@ _REFERENCE = "partita.file-materialization.reference"
 _MANIFEST = "partita.file-materialization.manifest"
 _LEDGER = "partita.file-materialization.revocations"
 _MAX_METADATA_BYTES = 1 << 20
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_SEP = os.sep
 
 
 class InspectionState(enum.Enum):
@@ -103,6 +109,77 @@ def _replace_durably(path: Path, data: bytes) -> None:
     _fsync_directory(path.parent)
 
 
+def _create(path: str, data: bytes) -> int:
+    """Create ``path`` (it must not exist), write ``data``; the open descriptor is returned for fsync."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+_sync_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_sync_pool_pid = 0
+_sync_pool_lock = threading.Lock()
+
+
+def _fsync_all(descriptors: Sequence[int]) -> None:
+    """fsync every descriptor, concurrently.
+
+    Each fsync is a storage barrier; issued together, the filesystem's
+    journal commits them as one group instead of one after another, which
+    is most of a small commit's cost. The pool is per process (a forked
+    child gets its own).
+    """
+    global _sync_pool, _sync_pool_pid
+    if len(descriptors) == 1:
+        os.fsync(descriptors[0])
+        return
+    with _sync_pool_lock:
+        if _sync_pool is None or _sync_pool_pid != os.getpid():
+            _sync_pool = concurrent.futures.ThreadPoolExecutor(8, thread_name_prefix="partita-fsync")
+            _sync_pool_pid = os.getpid()
+        pool = _sync_pool
+    others = [pool.submit(os.fsync, descriptor) for descriptor in descriptors[1:]]
+    failure: OSError | None = None
+    try:
+        os.fsync(descriptors[0])
+    except OSError as exc:
+        failure = exc
+    for future in others:  # wait for every fsync before any descriptor is closed
+        try:
+            future.result()
+        except OSError as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+
+
+def _read_file(path: str, limit: int) -> bytes:
+    """Up to ``limit`` bytes of ``path`` (raises FileNotFoundError when absent).
+
+    Plain descriptors: a buffered file object costs more than the read
+    itself for the small files this adapter reads several of per load.
+    """
+    descriptor = os.open(path, os.O_RDONLY | _O_CLOEXEC)
+    try:
+        chunks = []
+        remaining = limit
+        while remaining > 0:
+            chunk = os.read(descriptor, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat()
 
@@ -122,6 +199,9 @@ class FileMaterialization:
         if not isinstance(getattr(codec, "name", None), str) or not callable(getattr(codec, "encode", None)):
             raise FileMaterializationError("FileMaterialization codec must have a name, encode() and decode()")
         self.root = Path(root)
+        self._objects, self._refs, self._invalidations = (
+            os.path.join(os.fspath(self.root), folder, "") for folder in ("objects", "refs", "invalidations")
+        )
         self.codec = codec
 
     def __repr__(self) -> str:
@@ -129,20 +209,23 @@ class FileMaterialization:
 
     # -- paths -------------------------------------------------------------------
 
-    def _identity_dir(self, identity_hash: str) -> Path:
-        return self.root / "objects" / identity_hash[:2] / identity_hash
+    # Plain strings: these run several times per load and commit, where
+    # pathlib's object construction is a measurable share of the cost.
 
-    def _reference_path(self, identity_hash: str) -> Path:
-        return self.root / "refs" / identity_hash[:2] / f"{identity_hash}.json"
+    def _identity_dir(self, identity_hash: str) -> str:
+        return f"{self._objects}{identity_hash[:2]}{_SEP}{identity_hash}"
 
-    def _ledger_path(self, identity_hash: str) -> Path:
-        return self.root / "invalidations" / identity_hash[:2] / f"{identity_hash}.json"
+    def _reference_path(self, identity_hash: str) -> str:
+        return f"{self._refs}{identity_hash[:2]}{_SEP}{identity_hash}.json"
+
+    def _ledger_path(self, identity_hash: str) -> str:
+        return f"{self._invalidations}{identity_hash[:2]}{_SEP}{identity_hash}.json"
 
     # -- reading -------------------------------------------------------------------
 
-    def _read_json(self, path: Path, what: str) -> dict[str, Any] | None:
+    def _read_json(self, path: str, what: str) -> dict[str, Any] | None:
         try:
-            data = path.read_bytes()
+            data = _read_file(path, _MAX_METADATA_BYTES + 1)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -204,24 +287,15 @@ class FileMaterialization:
     def _manifest_record(
         self, context: MaterializationContext, identity_hash: str, materialization_id: str, epoch: int, verify: bool
     ) -> MaterializationRecord:
-        generation = self._identity_dir(identity_hash) / materialization_id
-        manifest = self._read_json(generation / "manifest.json", "manifest")
+        generation = f"{self._identity_dir(identity_hash)}{_SEP}{materialization_id}"
+        manifest = self._read_json(f"{generation}{_SEP}manifest.json", "manifest")
         if manifest is None:
             raise _Corrupt("reference points to a generation whose manifest is missing")
-        manifest_version = self._check_schema(manifest, _MANIFEST, "manifest")
-        if manifest.get("materialization_id") != materialization_id or manifest.get("identity_hash") != identity_hash:
-            raise _Corrupt("manifest does not match its reference")
-        if manifest.get("identity") != context.identity():
-            raise _Incompatible("manifest identity differs from the requested identity")
-        if (manifest.get("epoch", 0) if manifest_version >= 2 else 0) != epoch:
+        manifest_version, manifest_epoch, payload = self._checked_manifest(
+            context, identity_hash, materialization_id, manifest
+        )
+        if manifest_epoch != epoch:
             raise _Corrupt("manifest epoch differs from its reference")
-        if manifest.get("codec") != self.codec.name:
-            raise _Incompatible(f"payload was written by codec {manifest.get('codec')!r}, not {self.codec.name!r}")
-        payload = manifest.get("payload")
-        if not isinstance(payload, dict) or not isinstance(payload.get("size"), int) or not isinstance(
-            payload.get("sha256"), str
-        ):
-            raise _Corrupt("manifest does not describe its payload")
         if verify:
             self._verified_payload(generation, payload)
         committed = manifest.get("committed_at")
@@ -240,9 +314,32 @@ class FileMaterialization:
             },
         )
 
-    def _verified_payload(self, generation: Path, payload: dict[str, Any]) -> bytes:
+    def _checked_manifest(
+        self, context: MaterializationContext, identity_hash: str, materialization_id: str, manifest: dict[str, Any]
+    ) -> tuple[int, int, dict[str, Any]]:
+        """Validate a manifest against the requested identity; returns its version, epoch and payload entry."""
+        version = self._check_schema(manifest, _MANIFEST, "manifest")
+        if manifest.get("materialization_id") != materialization_id or manifest.get("identity_hash") != identity_hash:
+            raise _Corrupt("manifest does not match its reference")
+        if manifest.get("identity") != context.identity():
+            raise _Incompatible("manifest identity differs from the requested identity")
+        epoch = manifest.get("epoch", 0) if version >= 2 else 0
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise _Corrupt("manifest has an invalid epoch")
+        if manifest.get("codec") != self.codec.name:
+            raise _Incompatible(f"payload was written by codec {manifest.get('codec')!r}, not {self.codec.name!r}")
+        payload = manifest.get("payload")
+        if not isinstance(payload, dict) or not isinstance(payload.get("sha256"), str):
+            raise _Corrupt("manifest does not describe its payload")
+        size = payload.get("size")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise _Corrupt("manifest does not describe its payload size")
+        return version, epoch, payload
+
+    def _verified_payload(self, generation: str, payload: dict[str, Any]) -> bytes:
         try:
-            data = (generation / "payload").read_bytes()
+            # One byte more than the manifest promises is enough to see a longer file.
+            data = _read_file(f"{generation}{_SEP}payload", payload["size"] + 1)
         except FileNotFoundError:
             raise _Corrupt("payload file is missing") from None
         except OSError as exc:
@@ -275,16 +372,14 @@ class FileMaterialization:
         materialization_id = record.materialization_id
         if not materialization_id.isalnum():
             raise FileMaterializationError("the record has no valid materialization id")
-        generation = self._identity_dir(identity_hash) / materialization_id
-        manifest = self._read_json(generation / "manifest.json", "manifest")
+        generation = f"{self._identity_dir(identity_hash)}{_SEP}{materialization_id}"
+        manifest = self._read_json(f"{generation}{_SEP}manifest.json", "manifest")
         if manifest is None:
             raise _Corrupt("the record's generation has no manifest")
-        version = self._check_schema(manifest, _MANIFEST, "manifest")
-        epoch = manifest.get("epoch", 0) if version >= 2 else 0
+        _, epoch, payload = self._checked_manifest(context, identity_hash, materialization_id, manifest)
         if epoch < (self._current_epoch(identity_hash) or 0):
             raise FileMaterializationError("the record was invalidated after it was resolved or collected")
-        verified = self._manifest_record(context, identity_hash, materialization_id, epoch, verify=False)
-        data = self._verified_payload(generation, verified.metadata)
+        data = self._verified_payload(generation, payload)
         try:
             return self.codec.decode(data)
         except Exception as exc:  # noqa: BLE001 - any codec failure is a corrupt payload here
@@ -302,46 +397,77 @@ class FileMaterialization:
         epoch = self._current_epoch(identity_hash) or 0
         materialization_id = uuid.uuid4().hex
         committed_at = _now()
-        generation = self._identity_dir(identity_hash) / materialization_id
-        try:
-            generation.mkdir(parents=True)
-            _write_durably(generation / "payload", data)
-            manifest = {
-                "schema": _MANIFEST,
-                "version": SCHEMA_VERSION,
-                "materialization_id": materialization_id,
-                "identity_hash": identity_hash,
-                "identity": context.identity(),
-                "epoch": epoch,
-                "codec": self.codec.name,
-                "payload": {"file": "payload", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()},
-                "committed_at": committed_at,
-            }
-            _write_durably(generation / "manifest.json", json.dumps(manifest, indent=1).encode("utf-8"))
-            _fsync_directory(generation)
-            _fsync_directory(generation.parent)
-            reference_path = self._reference_path(identity_hash)
-            reference_path.parent.mkdir(parents=True, exist_ok=True)
-            reference = {
-                "schema": _REFERENCE,
-                "version": SCHEMA_VERSION,
-                "identity_hash": identity_hash,
-                "materialization_id": materialization_id,
-                "epoch": epoch,
-            }
-            _replace_durably(reference_path, json.dumps(reference).encode("utf-8"))
-        except OSError as exc:
-            raise FileMaterializationError(f"cannot write under the materialization root: {exc.strerror}") from exc
+        sha256 = hashlib.sha256(data).hexdigest()
+        manifest = {
+            "schema": _MANIFEST,
+            "version": SCHEMA_VERSION,
+            "materialization_id": materialization_id,
+            "identity_hash": identity_hash,
+            "identity": context.identity(),
+            "epoch": epoch,
+            "codec": self.codec.name,
+            "payload": {"file": "payload", "size": len(data), "sha256": sha256},
+            "committed_at": committed_at,
+        }
+        reference = {
+            "schema": _REFERENCE,
+            "version": SCHEMA_VERSION,
+            "identity_hash": identity_hash,
+            "materialization_id": materialization_id,
+            "epoch": epoch,
+        }
+        self._write_generation(
+            identity_hash,
+            materialization_id,
+            data,
+            json.dumps(manifest, indent=1).encode("utf-8"),
+            json.dumps(reference).encode("utf-8"),
+        )
         return context.record(
             materialization_id,
             committed_at=dt.datetime.fromisoformat(committed_at),
-            metadata={
-                "epoch": epoch,
-                "schema_version": SCHEMA_VERSION,
-                "size": len(data),
-                "sha256": manifest["payload"]["sha256"],
-            },
+            metadata={"epoch": epoch, "schema_version": SCHEMA_VERSION, "size": len(data), "sha256": sha256},
         )
+
+    def _write_generation(
+        self, identity_hash: str, materialization_id: str, payload: bytes, manifest: bytes, reference: bytes
+    ) -> None:
+        """Write the generation and the new reference's bytes, make them durable together, then publish.
+
+        Everything is fsynced (concurrently, see `_fsync_all`) before the
+        rename that makes the generation visible, so a reference never names
+        a generation that is not on disk. The rename itself is atomic but not
+        fsynced: after an operating-system crash the previous reference may
+        be back (power loss is outside the guarantee).
+        """
+        identity_dir = self._identity_dir(identity_hash)
+        generation = f"{identity_dir}{_SEP}{materialization_id}"
+        reference_path = self._reference_path(identity_hash)
+        temporary = os.path.join(os.path.dirname(reference_path), f".{identity_hash}.json.{materialization_id}.tmp")
+        descriptors: list[int] = []
+        try:
+            try:
+                os.mkdir(generation)
+            except FileNotFoundError:
+                os.makedirs(generation)
+            descriptors.append(_create(f"{generation}{_SEP}payload", payload))
+            descriptors.append(_create(f"{generation}{_SEP}manifest.json", manifest))
+            descriptors.append(os.open(generation, os.O_RDONLY))
+            descriptors.append(os.open(identity_dir, os.O_RDONLY))
+            try:
+                descriptors.append(_create(temporary, reference))
+            except FileNotFoundError:
+                os.makedirs(os.path.dirname(reference_path), exist_ok=True)
+                descriptors.append(_create(temporary, reference))
+            _fsync_all(descriptors)
+            os.replace(temporary, reference_path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise FileMaterializationError(f"cannot write under the materialization root: {exc.strerror}") from exc
+        finally:
+            for descriptor in descriptors:
+                os.close(descriptor)
 
     # -- invalidation, inspection, collection -----------------------------------------
 
@@ -355,8 +481,8 @@ class FileMaterialization:
         if not isinstance(reason, str) or not reason.strip():
             raise FileMaterializationError("invalidate needs a non-empty reason")
         identity_hash = context.identity_hash()
-        path = self._ledger_path(identity_hash)
-        ledger = self._read_json(path, "revocation ledger")
+        path = Path(self._ledger_path(identity_hash))
+        ledger = self._read_json(str(path), "revocation ledger")
         if ledger is None:
             ledger = {"schema": _LEDGER, "version": SCHEMA_VERSION, "identity_hash": identity_hash, "revocations": []}
         else:
