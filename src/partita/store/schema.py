@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 #: Every migration revision this version ships, oldest first.
-KNOWN_REVISIONS = ("0001", "0002", "0003", "0004")
+KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005")
 SCHEMA_HEAD = KNOWN_REVISIONS[-1]
 #: Alembic's bookkeeping table, named for partita so a database shared with
 #: another Alembic-managed application keeps both histories apart.
