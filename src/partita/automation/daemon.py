@@ -4,14 +4,23 @@ Each pass evaluates every flow's trigger, then claims due requests and runs
 them on a bounded pool of worker threads. SIGTERM/SIGINT stop claiming new
 work; runs in flight finish. Several daemons may serve the same store: the
 store decides who runs what.
+
+Between passes the daemon sleeps until the poll interval has passed, a run
+finishes (its slot is refilled), it is told to stop, or, on PostgreSQL, the
+store announces new events of an asset a trigger listens to
+(`partita.store.notifications`): then it evaluates at once. The poll
+interval stays the safety net for cron ticks, resumed flows and
+announcements missed while the listening connection was down.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import logging
 import os
+import select
 import socket
 import threading
 import time
@@ -20,8 +29,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from partita.automation.evaluation import TriggerEvaluator, run_request
+from partita.automation.triggers import OnAssetEvents
 from partita.errors import PartitaError
 from partita.flow import Flow
+from partita.store.notifications import EventListener, listen_for_events
 from partita.store.sql import SqlStore
 from partita.store.triggers import TriggerStore
 
@@ -40,7 +51,7 @@ class _JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        for key in ("flow", "request", "run_id", "partition_key", "daemon"):
+        for key in ("flow", "request", "run_id", "partition_key", "daemon", "wakeup"):
             if hasattr(record, key):
                 document[key] = getattr(record, key)
         return json.dumps(document)
@@ -51,6 +62,36 @@ def json_log_handler() -> logging.Handler:
     handler = logging.StreamHandler()
     handler.setFormatter(_JsonFormatter())
     return handler
+
+
+class _Wakeup:
+    """A self-pipe: `set` from any thread, or from a signal handler, ends a `select` on `fileno`.
+
+    Unlike a `threading.Event`, setting it takes no lock, so a signal handler
+    running on the thread that waits cannot deadlock.
+    """
+
+    def __init__(self) -> None:
+        self._reader, self._writer = socket.socketpair()
+        self._reader.setblocking(False)
+        self._writer.setblocking(False)
+
+    def fileno(self) -> int:
+        return self._reader.fileno()
+
+    def set(self) -> None:
+        # A full buffer already wakes the reader; a closed one means nobody waits.
+        with contextlib.suppress(OSError):
+            self._writer.send(b"\0")
+
+    def clear(self) -> None:
+        with contextlib.suppress(OSError):
+            while self._reader.recv(4096):
+                pass
+
+    def close(self) -> None:
+        self._reader.close()
+        self._writer.close()
 
 
 class TriggerDaemon:
@@ -71,13 +112,35 @@ class TriggerDaemon:
         self._in_flight: set[concurrent.futures.Future[Any]] = set()
         self._pool = concurrent.futures.ThreadPoolExecutor(max_in_flight, thread_name_prefix="partita-consumer")
         self.started_runs = 0
-        # Set when a run finishes, so a full daemon refills its slots at once.
-        self._slot_freed = threading.Event()
+        # Set while serving when a run finishes (its slot is refilled at once) or on stop.
+        self._wakeup: _Wakeup | None = None
         self._paused: dict[str, bool] = {}
+        #: Upstream assets of the event triggers: announcements of other assets are ignored.
+        self.watched_assets = frozenset(
+            asset
+            for evaluator in self.evaluators
+            if isinstance(evaluator.flow.trigger, OnAssetEvents)
+            for asset in evaluator.flow.trigger.assets
+        )
+        self._listener: EventListener | None = None
 
     def stop(self) -> None:
-        """Stop claiming work; runs in flight finish."""
+        """Stop claiming work; runs in flight finish. Safe to call from a signal handler."""
         self._stop.set()
+        wakeup = self._wakeup
+        if wakeup is not None:
+            wakeup.set()
+
+    @property
+    def listening(self) -> bool:
+        """Whether the daemon is woken by event notifications now (PostgreSQL), rather than polling only."""
+        listener = self._listener
+        return listener is not None and listener.listening
+
+    def _slot_freed(self, _: concurrent.futures.Future[Any]) -> None:
+        wakeup = self._wakeup
+        if wakeup is not None:
+            wakeup.set()
 
     def run_once(self) -> int:
         """Process what is pending now: pass until a pass starts nothing, waiting for runs between passes."""
@@ -92,17 +155,28 @@ class TriggerDaemon:
         return started
 
     def serve(self) -> None:
+        """Pass over the triggers until `stop`; runs in flight finish before this returns."""
         triggers = TriggerStore(self.store)
         triggers.daemon_started(self.daemon_id, socket.gethostname(), os.getpid(), time.time())
-        log.info("daemon started", extra={"daemon": self.daemon_id})
+        wakeup = self._wakeup = _Wakeup()
+        if self._stop.is_set():
+            wakeup.set()
         last_heartbeat = time.monotonic()
-        last_evaluation = 0.0
+        last_evaluation = float("-inf")
+        announced = False
         try:
+            # Listen before the first pass: every event committed after that pass is announced.
+            if self.watched_assets:
+                self._listener = listen_for_events(self.store, assets=self.watched_assets)
+            log.info(
+                "daemon started",
+                extra={"daemon": self.daemon_id, "wakeup": "notifications" if self.listening else "polling"},
+            )
             while not self._stop.is_set():
                 try:
-                    # Triggers are evaluated once per poll interval; a freed slot
-                    # in between only takes the next due request.
-                    evaluate = time.monotonic() - last_evaluation >= self.poll_interval
+                    # Triggers are evaluated when events were announced or the poll
+                    # interval has passed; a freed slot only takes the next due request.
+                    evaluate = announced or time.monotonic() - last_evaluation >= self.poll_interval
                     if evaluate:
                         last_evaluation = time.monotonic()
                     self._pass(evaluate)
@@ -111,15 +185,30 @@ class TriggerDaemon:
                         last_heartbeat = time.monotonic()
                 except PartitaError as exc:
                     log.error("trigger pass failed: %s", exc, extra={"daemon": self.daemon_id})
-                # Wake on a freed slot or after the poll interval, whichever comes first.
-                self._slot_freed.wait(self.poll_interval)
-                self._slot_freed.clear()
+                next_due = min(last_evaluation + self.poll_interval, last_heartbeat + HEARTBEAT_SECONDS)
+                announced = self._sleep(max(0.0, next_due - time.monotonic()))
         finally:
             log.info("daemon stopping: waiting for runs in flight", extra={"daemon": self.daemon_id})
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
             concurrent.futures.wait(list(self._in_flight))
             self._pool.shutdown(wait=True)
+            self._wakeup = None
+            wakeup.close()
             triggers.daemon_heartbeat(self.daemon_id, time.time(), stopped=True)
             log.info("daemon stopped", extra={"daemon": self.daemon_id})
+
+    def _sleep(self, timeout: float) -> bool:
+        """Wait for a freed slot, a stop, announced events or the timeout; True when events were announced."""
+        assert self._wakeup is not None
+        if self._listener is not None:
+            announced = self._listener.wait(timeout, interrupt=self._wakeup.fileno())
+        else:
+            select.select([self._wakeup.fileno()], [], [], timeout)
+            announced = False
+        self._wakeup.clear()
+        return announced
 
     def _pass(self, evaluate: bool = True) -> int:
         """Evaluate triggers (when due) and fill free slots with due requests."""
@@ -148,6 +237,6 @@ class TriggerDaemon:
                     extra={"flow": evaluator.flow.name, "request": claimed.id, "run_id": claimed.run_id},
                 )
                 future = self._pool.submit(run_request, evaluator, claimed)
-                future.add_done_callback(lambda _: self._slot_freed.set())
+                future.add_done_callback(self._slot_freed)
                 self._in_flight.add(future)
         return started
