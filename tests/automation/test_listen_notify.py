@@ -373,6 +373,18 @@ def test_a_stopped_daemon_closes_its_listener(pg_store: SqlStore, postgres_url: 
     wait_for(lambda: not _listener_pids(postgres_url), timeout=PROMPTLY)
 
 
+def test_a_daemon_told_not_to_listen_polls_on_postgresql(pg_store: SqlStore, postgres_url: str) -> None:
+    pipeline = Pipeline(pg_store)
+    daemon = TriggerDaemon([pipeline.flow], pg_store, poll_interval=0.05, listen=False)
+    pipeline.publish("2024-01-01")
+    with serving(daemon):
+        pipeline.consumer_started("2024-01-01", PROMPTLY)
+        assert not daemon.listening
+        assert _listener_pids(postgres_url) == set()
+        pipeline.publish("2024-01-02")
+        pipeline.consumer_started("2024-01-02", PROMPTLY)
+
+
 def test_a_cron_only_daemon_does_not_listen(pg_store: SqlStore, postgres_url: str) -> None:
     registry = p.AssetRegistry()
 

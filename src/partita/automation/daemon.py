@@ -95,6 +95,14 @@ class _Wakeup:
 
 
 class TriggerDaemon:
+    """Starts the consumer runs that ``flows``' triggers make due in ``store``.
+
+    ``max_in_flight`` bounds the runs at once; ``poll_interval`` is the longest
+    time between two evaluations. On PostgreSQL the daemon also listens for
+    new events and evaluates at once; ``listen=False`` makes it poll only
+    (for a connection pooler that does not pass ``LISTEN`` on).
+    """
+
     def __init__(
         self,
         flows: Sequence[Flow],
@@ -102,6 +110,7 @@ class TriggerDaemon:
         *,
         max_in_flight: int = 4,
         poll_interval: float = 0.1,
+        listen: bool = True,
     ) -> None:
         self.evaluators = [TriggerEvaluator(flow, store) for flow in flows]
         self.store = store
@@ -122,6 +131,7 @@ class TriggerDaemon:
             if isinstance(evaluator.flow.trigger, OnAssetEvents)
             for asset in evaluator.flow.trigger.assets
         )
+        self._listen = listen
         self._listener: EventListener | None = None
 
     def stop(self) -> None:
@@ -166,7 +176,7 @@ class TriggerDaemon:
         announced = False
         try:
             # Listen before the first pass: every event committed after that pass is announced.
-            if self.watched_assets:
+            if self._listen and self.watched_assets:
                 self._listener = listen_for_events(self.store, assets=self.watched_assets)
             log.info(
                 "daemon started",
