@@ -1,14 +1,18 @@
 """`StoreJournal`: writes a run to the store while it progresses.
 
 The engine hands it execution events on the scheduler thread; it only
-appends them to a buffer. A writer thread turns them into attempt rows and
-writes them in batches, one transaction per flush, so the store's cost per
-attempt stays small and an attempt that starts and finishes between two
-flushes costs one row write. A heartbeat tells other hosts the run is alive.
+appends them to a buffer. One flusher thread per process turns every
+running journal's buffer into attempt rows every `FLUSH_SECONDS`, one
+transaction per flush, so the store's cost per attempt stays small and an
+attempt that starts and finishes between two flushes costs one row write.
+What is left at the end commits with the run's outcome, so a short run (a
+triggered consumer run, say) costs two writes and no thread of its own. A
+heartbeat tells other hosts the run is alive.
 """
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import os
 import socket
@@ -23,13 +27,57 @@ from partita.planning.plan import FlowPlan
 from partita.results.model import AttemptResult, AttemptStatus, RunResult
 from partita.results.record import AttemptRecord, InvocationRecord, attempt_record_of, run_header_of
 from partita.store.liveness import current_owner_token
-from partita.store.protocol import RunEnd, RunStart, Store
+from partita.store.protocol import ProgressBatch, RunEnd, RunStart, Store
 
 __all__ = ["StoreJournal"]
 
 
 FLUSH_SECONDS = 0.05
 HEARTBEAT_SECONDS = 5.0
+_IDLE_TICKS = 20  # the flusher thread ends after this many ticks without a running journal
+
+
+class _Flusher:
+    """The process's one writer thread: flushes every running journal periodically.
+
+    A thread per run would cost more than a short run's own work; a shared
+    one makes a journal's periodic writes free when the run ends before the
+    first tick.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._journals: set[StoreJournal] = set()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def add(self, journal: StoreJournal) -> None:
+        with self._lock:
+            self._journals.add(journal)
+            if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
+                self._pid = os.getpid()  # a forked child starts its own thread
+                self._thread = threading.Thread(target=self._loop, name="partita-store-journal", daemon=True)
+                self._thread.start()
+
+    def remove(self, journal: StoreJournal) -> None:
+        with self._lock:
+            self._journals.discard(journal)
+
+    def _loop(self) -> None:
+        idle = 0
+        while True:
+            time.sleep(FLUSH_SECONDS)
+            with self._lock:
+                journals = list(self._journals)
+                idle = 0 if journals else idle + 1
+                if idle >= _IDLE_TICKS:  # nothing ran for a while: end; the next run starts a new thread
+                    self._thread = None
+                    return
+            for journal in journals:
+                journal._tick()
+
+
+_flusher = _Flusher()
 
 
 class StoreJournal:
@@ -38,10 +86,12 @@ class StoreJournal:
     def __init__(self, store: Store, *, record_partition_keys: bool = False) -> None:
         self._store = store
         self._record_keys = record_partition_keys
-        self._buffer: list[Any] = []
-        self._wake = threading.Event()
+        # Appended on the scheduler thread, drained by the flusher: deque
+        # operations are atomic, so no event is lost between the two.
+        self._buffer: collections.deque[Any] = collections.deque()
+        # Held while writing: a flush in progress finishes before end() writes.
+        self._writing = threading.Lock()
         self._stopping = False
-        self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._run_id = ""
         self._key_text: Any = None
@@ -75,16 +125,17 @@ class StoreJournal:
             )
         )
         self._last_heartbeat = time.time()
-        self._thread = threading.Thread(target=self._write_loop, name="partita-store-journal", daemon=True)
-        self._thread.start()
+        _flusher.add(self)
 
     def on_event(self, event: ExecutionEvent) -> None:
         if type(event) in (AttemptFinished, AttemptStarted, AttemptRetrying):
             self._buffer.append(event)
 
-    def _write_loop(self) -> None:
-        while not self._stopping:
-            self._wake.wait(FLUSH_SECONDS)
+    def _tick(self) -> None:
+        """One periodic flush (and heartbeat when due), on the flusher thread."""
+        with self._writing:
+            if self._stopping or self._error is not None:
+                return
             try:
                 self._flush()
                 now = time.time()
@@ -93,12 +144,17 @@ class StoreJournal:
                     self._last_heartbeat = now
             except BaseException as exc:  # noqa: BLE001 - re-raised by end()
                 self._error = exc
-                return
 
     def _flush(self) -> None:
-        batch, self._buffer = self._buffer, []
-        if not batch:
-            return
+        for progress in self._take_progress():
+            self._store.record_progress(progress.attempts, self._run_id, new=progress.new, outlets=progress.outlets)
+
+    def _take_progress(self) -> list[ProgressBatch]:
+        """The buffered events as rows to write: new attempts (bulk insert) and updates."""
+        buffer = self._buffer
+        if not buffer:
+            return []
+        batch = [buffer.popleft() for _ in range(len(buffer))]
         finished = {
             (event.attempt.asset_name, event.attempt.index) for event in batch if type(event) is AttemptFinished
         }
@@ -130,10 +186,12 @@ class StoreJournal:
                 written.add(key)
             else:
                 written.discard(key)
+        progress = []
         if fresh:
-            self._store.record_progress(fresh, self._run_id, new=True, outlets=fresh_outlets)
+            progress.append(ProgressBatch(fresh, True, fresh_outlets))
         if updates:
-            self._store.record_progress(updates, self._run_id, outlets=update_outlets)
+            progress.append(ProgressBatch(updates, False, update_outlets))
+        return progress
 
     def _outlet(self, attempt: AttemptResult) -> EventDraft:
         """The automatic event announcing a successful attempt's asset and key."""
@@ -178,14 +236,12 @@ class StoreJournal:
 
     def end(self, result: RunResult) -> None:
         """Flush everything and record the outcome; raises StoreError on failure."""
-        self._stopping = True
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join()
+        _flusher.remove(self)
+        with self._writing:  # waits for a flush in progress
+            self._stopping = True
         if self._error is not None:
             error = self._error
             raise error if isinstance(error, StoreError) else StoreError(f"run history could not be written: {error}")
-        self._flush()
         header = run_header_of(result)
         self._store.record_run_finished(
             RunEnd(
@@ -197,5 +253,7 @@ class StoreJournal:
                     "callback_errors": list(header.callback_errors),
                     "discovered_key_counts": header.discovered_key_counts,
                 },
-            )
+            ),
+            # The last attempts commit with the outcome: a short run costs one write at its end.
+            self._take_progress(),
         )

@@ -23,8 +23,16 @@ def _start_time(pid: int) -> str:
     return fields[19] if len(fields) > 19 else ""
 
 
+_own_token: tuple[int, str] = (0, "")
+
+
 def current_owner_token() -> str:
-    return _start_time(os.getpid())
+    """This process's token (read once per process: its start time never changes)."""
+    global _own_token
+    pid = os.getpid()
+    if _own_token[0] != pid:  # first call, or a forked child
+        _own_token = (pid, _start_time(pid))
+    return _own_token[1]
 
 
 def owner_is_alive(pid: int, token: str) -> bool:

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, SourceKind
 from partita.results.record import AttemptRecord, RunHeader, TaskRecord
 
-__all__ = ["PartitionRecord", "RunEnd", "RunStart", "Store", "StoredRun"]
+__all__ = ["PartitionRecord", "ProgressBatch", "RunEnd", "RunStart", "Store", "StoredRun"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,15 @@ class RunStart:
     owner_host: str
     owner_pid: int
     owner_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressBatch:
+    """Attempts to write (as `Store.record_progress` takes them) and the outlet events of their successes."""
+
+    attempts: Sequence[AttemptRecord]
+    new: bool = False
+    outlets: Sequence[EventDraft] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +151,9 @@ class Store(Protocol):
 
     def retire_partition(self, domain: str, key: str) -> PartitionRecord: ...
 
-    def record_run_finished(self, end: RunEnd) -> None: ...
+    def record_run_finished(self, end: RunEnd, progress: Sequence[ProgressBatch] = ()) -> None:
+        """Record the outcome; ``progress`` (the run's last attempts) commits in the same transaction."""
+        ...
 
     def list_runs(self, *, limit: int = 20, status: str | None = None) -> list[StoredRun]: ...
 
