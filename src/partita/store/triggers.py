@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from partita.errors import StoreError
@@ -157,72 +157,94 @@ class TriggerStore:
     def _record(
         self, connection: Any, flow: str, ready: dict[str, list[int]], waiting: dict[str, list[int]], now: float
     ) -> None:
-        for key, ids in ready.items():
-            earlier = connection.execute(
-                select(trigger_waiting.c.event_ids).where(
-                    trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key == key
+        """Set-based: a few statements per chunk of keys, not several per key (a pass may see 10,000 keys)."""
+        sql = self.store.driver_sql
+        requests_table, waiting_table = trigger_requests.name, trigger_waiting.name
+        ready_keys = list(ready)
+        for start in range(0, len(ready_keys), _CHUNK):
+            chunk = ready_keys[start : start + _CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            params = (flow, *chunk)
+            # The events that arrived while a key waited trigger its run too.
+            earlier = {
+                row[0]: json.loads(row[1])
+                for row in connection.exec_driver_sql(
+                    sql(
+                        f"SELECT partition_key, event_ids FROM {waiting_table} WHERE flow = ? AND partition_key IN ({marks})"
+                    ),
+                    params,
                 )
-            ).first()
-            # The events that arrived while the key waited trigger its run too.
-            merged = ids if earlier is None else [*json.loads(earlier[0]), *ids]
-            self._add_to_open_request(connection, flow, key, merged, now)
-        if ready:
-            connection.execute(
-                delete(trigger_waiting).where(
-                    trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key.in_(list(ready))
+            }
+            open_requests = {
+                row[1]: (row[0], json.loads(row[2]))
+                for row in connection.exec_driver_sql(
+                    sql(
+                        f"SELECT id, partition_key, event_ids FROM {requests_table} "
+                        f"WHERE flow = ? AND status = 'pending' AND partition_key IN ({marks})"
+                    ),
+                    params,
                 )
-            )
-        for key, ids in waiting.items():
-            row = connection.execute(
-                select(trigger_waiting.c.event_ids).where(
-                    trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key == key
+            }
+            generations = {
+                row[0]: int(row[1])
+                for row in connection.exec_driver_sql(
+                    sql(
+                        f"SELECT partition_key, MAX(generation) FROM {requests_table} "
+                        f"WHERE flow = ? AND partition_key IN ({marks}) GROUP BY partition_key"
+                    ),
+                    params,
                 )
-            ).first()
-            if row is None:
-                connection.execute(
-                    insert(trigger_waiting).values(
-                        flow=flow, partition_key=key, first_seen=now, event_ids=json.dumps(sorted(set(ids)))
-                    )
+            }
+            extended, created = [], []
+            for key in chunk:
+                ids = [*earlier.get(key, ()), *ready[key]]
+                if key in open_requests:  # not claimed yet: the new events join it
+                    request_id, known = open_requests[key]
+                    extended.append((json.dumps(sorted(set(known) | set(ids))), request_id))
+                else:
+                    created.append((flow, key, generations.get(key, -1) + 1, json.dumps(sorted(set(ids))), now))
+            if extended:
+                connection.exec_driver_sql(sql(f"UPDATE {requests_table} SET event_ids = ? WHERE id = ?"), extended)
+            if created:
+                connection.exec_driver_sql(
+                    sql(
+                        f"INSERT INTO {requests_table} (flow, partition_key, generation, status, event_ids, created_at) "
+                        "VALUES (?, ?, ?, 'pending', ?, ?)"
+                    ),
+                    created,
                 )
-            else:
-                merged = sorted(set(json.loads(row[0])) | set(ids))
-                connection.execute(
-                    update(trigger_waiting)
-                    .where(trigger_waiting.c.flow == flow, trigger_waiting.c.partition_key == key)
-                    .values(event_ids=json.dumps(merged))
+            if earlier:
+                connection.exec_driver_sql(
+                    sql(f"DELETE FROM {waiting_table} WHERE flow = ? AND partition_key IN ({marks})"), params
                 )
-
-    def _add_to_open_request(self, connection: Any, flow: str, key: str, ids: list[int], now: float) -> None:
-        open_request = connection.execute(
-            select(trigger_requests.c.id, trigger_requests.c.event_ids).where(
-                trigger_requests.c.flow == flow,
-                trigger_requests.c.partition_key == key,
-                trigger_requests.c.status == "pending",
-            )
-        ).first()
-        if open_request is not None:
-            merged = sorted(set(json.loads(open_request.event_ids)) | set(ids))
-            connection.execute(
-                update(trigger_requests)
-                .where(trigger_requests.c.id == open_request.id)
-                .values(event_ids=json.dumps(merged))
-            )
-            return
-        generation = connection.execute(
-            select(func.coalesce(func.max(trigger_requests.c.generation), -1)).where(
-                trigger_requests.c.flow == flow, trigger_requests.c.partition_key == key
-            )
-        ).scalar_one()
-        connection.execute(
-            insert(trigger_requests).values(
-                flow=flow,
-                partition_key=key,
-                generation=int(generation) + 1,
-                status="pending",
-                event_ids=json.dumps(sorted(set(ids))),
-                created_at=now,
-            )
-        )
+        waiting_keys = list(waiting)
+        for start in range(0, len(waiting_keys), _CHUNK):
+            chunk = waiting_keys[start : start + _CHUNK]
+            known = {
+                row[0]: json.loads(row[1])
+                for row in connection.exec_driver_sql(
+                    sql(
+                        f"SELECT partition_key, event_ids FROM {waiting_table} "
+                        f"WHERE flow = ? AND partition_key IN ({', '.join('?' * len(chunk))})"
+                    ),
+                    (flow, *chunk),
+                )
+            }
+            fresh = [(flow, key, now, json.dumps(sorted(set(waiting[key])))) for key in chunk if key not in known]
+            grown = [
+                (json.dumps(sorted(set(known[key]) | set(waiting[key]))), flow, key) for key in chunk if key in known
+            ]
+            if fresh:
+                connection.exec_driver_sql(
+                    sql(
+                        f"INSERT INTO {waiting_table} (flow, partition_key, first_seen, event_ids) VALUES (?, ?, ?, ?)"
+                    ),
+                    fresh,
+                )
+            if grown:
+                connection.exec_driver_sql(
+                    sql(f"UPDATE {waiting_table} SET event_ids = ? WHERE flow = ? AND partition_key = ?"), grown
+                )
 
     def record_schedule(self, flow: str, keys: Sequence[str], last_tick: float, now: float) -> None:
         """One request per elapsed schedule key (generation 0: a key is scheduled once)."""
@@ -262,14 +284,15 @@ class TriggerStore:
     ) -> list[TriggerRequest]:
         """Requests in creation order; ``limit`` keeps a pass from reading a long backlog whole."""
         query = (
-            select(trigger_requests)
-            .where(trigger_requests.c.flow == flow, trigger_requests.c.status.in_(list(statuses)))
-            .order_by(trigger_requests.c.id)
+            f"SELECT * FROM {trigger_requests.name} WHERE flow = ? AND status IN ({', '.join('?' * len(statuses))}) "
+            "ORDER BY id"
         )
+        params: tuple[Any, ...] = (flow, *statuses)
         if limit is not None:
-            query = query.limit(limit)
+            query += " LIMIT ?"
+            params += (limit,)
         with self.store._failures("read trigger requests"), self._engine.connect() as connection:  # noqa: SLF001
-            return [_request(row) for row in connection.execute(query)]
+            return [_request(row) for row in connection.exec_driver_sql(self.store.driver_sql(query), params)]
 
     def waiting(self, flow: str) -> list[WaitingKey]:
         query = select(trigger_waiting).where(trigger_waiting.c.flow == flow).order_by(trigger_waiting.c.first_seen)
@@ -281,27 +304,22 @@ class TriggerStore:
 
     def claim(self, request: TriggerRequest, run_id: str, now: float) -> bool:
         """Take a pending request (or a stale claim) for this daemon; only one claimant wins."""
-        condition = (
-            trigger_requests.c.status == "pending"
-            if request.status == "pending"
-            else and_(trigger_requests.c.status == "claimed", trigger_requests.c.claimed_at == request.claimed_at)
-        )
-        values: dict[str, Any] = {"status": "claimed", "claimed_at": now}
-        if request.run_id is None:
-            values["run_id"] = run_id
+        # The run id is fixed by the first claim: a takeover restarts the same run id.
+        assignments = "status = 'claimed', claimed_at = ?" + (", run_id = ?" if request.run_id is None else "")
+        params: tuple[Any, ...] = (now, run_id) if request.run_id is None else (now,)
+        if request.status == "pending":
+            condition, params = "status = 'pending'", (*params, request.id)
+        else:
+            condition, params = "status = 'claimed' AND claimed_at = ?", (*params, request.id, request.claimed_at)
+        statement = f"UPDATE {trigger_requests.name} SET {assignments} WHERE id = ? AND {condition}"
         with self.store._failures("claim a trigger request"), self.store._write() as connection:  # noqa: SLF001
-            result = connection.execute(
-                update(trigger_requests).where(trigger_requests.c.id == request.id, condition).values(**values)
-            )
+            result = connection.exec_driver_sql(self.store.driver_sql(statement), params)
             return bool(result.rowcount == 1)
 
     def finish(self, request_id: int, now: float) -> None:
+        statement = f"UPDATE {trigger_requests.name} SET status = 'finished', finished_at = ? WHERE id = ?"
         with self.store._failures("finish a trigger request"), self.store._write() as connection:  # noqa: SLF001
-            connection.execute(
-                update(trigger_requests)
-                .where(trigger_requests.c.id == request_id)
-                .values(status="finished", finished_at=now)
-            )
+            connection.exec_driver_sql(self.store.driver_sql(statement), (now, request_id))
 
     def run_exists(self, run_id: str) -> bool:
         with self.store._failures("read runs"), self._engine.connect() as connection:  # noqa: SLF001
