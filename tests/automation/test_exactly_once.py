@@ -115,7 +115,7 @@ def test_two_trigger_once_processes_on_postgresql(postgres_url: str, entry: str)
         publish(store, *KEYS)
         processes = [_cli("trigger", entry, "--once", "--store", postgres_url, "--json") for _ in range(2)]
         outputs = [process.communicate(timeout=60) for process in processes]
-        for process, (out, err) in zip(processes, outputs, strict=True):
+        for process, (_out, err) in zip(processes, outputs, strict=True):
             assert process.returncode == 0, err
         import json
 

@@ -281,7 +281,9 @@ class FileMaterialization:
         if epoch < (current or 0):
             raise _Revoked
         if epoch > (current or 0):
-            raise _Incompatible("reference is from a newer revocation epoch than the ledger (was the ledger rolled back?)")
+            raise _Incompatible(
+                "reference is from a newer revocation epoch than the ledger (was the ledger rolled back?)"
+            )
         return self._manifest_record(context, identity_hash, materialization_id, epoch, verify_payload)
 
     def _manifest_record(
