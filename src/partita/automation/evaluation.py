@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from partita.automation.mappers import Requirement
 from partita.automation.triggers import CronPartitions, OnAssetEvents
 from partita.errors import PartitaError, PlanningError
 from partita.flow import Flow
@@ -102,8 +103,9 @@ class TriggerEvaluator:
         if not record:
             for waiting in self.triggers.waiting(self.flow.name):
                 affected.setdefault(waiting.partition_key, []).extend(waiting.event_ids)
+        complete = self._complete(trigger, list(affected), consumer)
         for downstream_key, ids in affected.items():
-            if self._complete(trigger, downstream_key, consumer):
+            if downstream_key in complete:
                 report.ready[downstream_key] = ids
             else:
                 report.waiting[downstream_key] = ids
@@ -116,20 +118,38 @@ class TriggerEvaluator:
                 # Another daemon advanced the cursor meanwhile: its pass owns these events.
                 report.ready, report.waiting = {}, {}
 
-    def _complete(self, trigger: OnAssetEvents, downstream_key: str, consumer: Any) -> bool:
-        for asset in trigger.assets:
-            upstream = self._partition_def(asset)
+    def _complete(self, trigger: OnAssetEvents, downstream_keys: list[str], consumer: Any) -> set[str]:
+        """The downstream keys whose every required upstream partition has an event.
+
+        One read per upstream asset for all keys of the pass (a pass after a
+        burst of emissions may see thousands), not one per key.
+        """
+        requirements: dict[str, list[tuple[str, Requirement]]] = {}
+        needed: dict[str, set[str]] = {asset: set() for asset in trigger.assets}
+        for downstream_key in downstream_keys:
             try:
-                requirement = trigger.mapper.requirement(downstream_key, upstream, consumer)
+                required = [
+                    (asset, trigger.mapper.requirement(downstream_key, self._partition_def(asset), consumer))
+                    for asset in trigger.assets
+                ]
             except Exception:  # noqa: BLE001 - an unanswerable requirement keeps the key waiting
-                return False
-            if not requirement.keys:
-                if not self.triggers.has_event(asset):
-                    return False
                 continue
-            if not requirement.satisfied_by(self.triggers.keys_with_events(asset, requirement.keys)):
-                return False
-        return True
+            requirements[downstream_key] = required
+            for asset, requirement in required:
+                needed[asset].update(requirement.keys)
+        present = {asset: self.triggers.keys_with_events(asset, keys) for asset, keys in needed.items() if keys}
+        any_event: dict[str, bool] = {}
+
+        def satisfied(asset: str, requirement: Requirement) -> bool:
+            if requirement.keys:
+                return requirement.satisfied_by(present[asset])
+            if asset not in any_event:  # an unpartitioned requirement: any event of the asset
+                any_event[asset] = self.triggers.has_event(asset)
+            return any_event[asset]
+
+        return {
+            key for key, required in requirements.items() if all(satisfied(asset, req) for asset, req in required)
+        }
 
     def _evaluate_schedule(self, trigger: CronPartitions, report: PassReport, record: bool, now: dt.datetime) -> None:
         _, last_tick = self.triggers.cursor(self.flow.name)

@@ -110,8 +110,11 @@ class TriggerStore:
         with self.store._failures("read event keys"), self._engine.connect() as connection:  # noqa: SLF001
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start : start + _CHUNK]
-                query = select(events.c.partition_key).where(events.c.asset == asset, events.c.partition_key.in_(chunk))
-                present.update(row[0] for row in connection.execute(query))
+                query = self.store.driver_sql(
+                    f"SELECT DISTINCT partition_key FROM {events.name} "
+                    f"WHERE asset = ? AND partition_key IN ({', '.join('?' * len(chunk))})"
+                )
+                present.update(row[0] for row in connection.exec_driver_sql(query, (asset, *chunk)))
         return present
 
     def has_event(self, asset: str) -> bool:
