@@ -1,31 +1,47 @@
-"""Trigger benchmarks on SQLite: event-to-consumer latency and consumer-run throughput.
+"""Trigger benchmarks on SQLite or PostgreSQL: event-to-consumer latency, consumer-run throughput, notify cost.
 
-    python benchmarks/triggers.py [--events 1000] [--keys 10000] [--max-in-flight 4]
-                                  [--poll-interval 0.05] [--only latency|throughput]
+    python benchmarks/triggers.py [--store sqlite|postgresql] [--events 1000] [--keys 10000]
+                                  [--max-in-flight 4] [--poll-interval 0.05]
+                                  [--only latency|throughput|notify-cost] [--no-listen]
 
 (a) latency: a `TriggerDaemon` serves in a background thread; one event at a
     time is published (`publish_event`, each with its own key) and the time
     from the returned receipt to the consumer body starting is measured.
-    Prints p50 and p99 (and max).
+    Prints p50 and p99 (and max). On PostgreSQL it is measured twice in the
+    same run: polling only (``listen=False``, the baseline) and with
+    LISTEN/NOTIFY, with the ratio of the medians.
 (b) throughput: ``--keys`` events are published first (each its own key),
     then a daemon serves until all consumer runs (no-op bodies) finished.
-    Prints the seconds (and runs per second).
+    Prints the seconds (and runs per second). ``--no-listen`` makes a
+    PostgreSQL daemon poll only, to compare.
+(c) notify-cost (PostgreSQL only): what the notification trigger of schema
+    revision 0005 adds to writing events: single-row emissions (each its own
+    transaction) and one COPY of ``--keys`` rows, with the trigger enabled and
+    disabled (``ALTER TABLE ... DISABLE TRIGGER``), median of 3, with ratios.
 
-Each figure is one line. Every part uses a new SQLite file in a temporary folder.
+Each figure is one line. On SQLite every part uses a new file in a temporary
+folder. ``--store postgresql`` needs ``$PARTITA_BENCH_POSTGRES_URL``, a server
+the benchmark may create databases on: each part runs in a scratch database
+that is dropped afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
 import tempfile
 import threading
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from partita import AssetContext, AssetRegistry, Flow, StaticPartitionDef, asset, open_store, publish_event
 from partita.automation.daemon import TriggerDaemon
 from partita.automation.triggers import OnAssetEvents
+from partita.store.sql import SqlStore
 
 
 def build(count: int, on_start, on_finish) -> tuple[Flow, AssetRegistry]:
@@ -45,13 +61,48 @@ def build(count: int, on_start, on_finish) -> tuple[Flow, AssetRegistry]:
     return flow, registry
 
 
+@contextlib.contextmanager
+def scratch_store(backend: str, part: str) -> Iterator[SqlStore]:
+    """A new, empty store for one part: a SQLite file, or a PostgreSQL database dropped afterwards."""
+    if backend == "sqlite":
+        folder = Path(tempfile.mkdtemp(prefix=f"partita-bench-{part}-"))
+        store = open_store(f"sqlite:///{folder / 'partita.db'}")
+        try:
+            yield store
+        finally:
+            store.close()
+        return
+    import psycopg
+
+    server = os.environ.get("PARTITA_BENCH_POSTGRES_URL")
+    if not server:
+        raise SystemExit("set PARTITA_BENCH_POSTGRES_URL to a PostgreSQL server the benchmark may create databases on")
+    name = f"partita_bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    base, _, rest = server.partition("?")
+    url = base.rsplit("/", 1)[0] + f"/{name}" + (f"?{rest}" if rest else "")
+    store = open_store(url)
+    try:
+        yield store
+    finally:
+        store.close()
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def _serve(daemon: TriggerDaemon) -> threading.Thread:
     thread = threading.Thread(target=daemon.serve, name="trigger-daemon", daemon=True)
     thread.start()
     return thread
 
 
-def latency(events: int, poll_interval: float, max_in_flight: int) -> None:
+def _percentile(samples: list[float], fraction: float) -> float:
+    return samples[min(len(samples) - 1, int(len(samples) * fraction))]
+
+
+def latency(backend: str, events: int, poll_interval: float, max_in_flight: int, listen: bool) -> float:
+    """Prints one line; returns the median in milliseconds."""
     started: dict[str, float] = {}
     signals = {f"k{index:06d}": threading.Event() for index in range(events)}
 
@@ -60,33 +111,34 @@ def latency(events: int, poll_interval: float, max_in_flight: int) -> None:
         signals[key].set()
 
     flow, registry = build(events, on_start, lambda key: None)
-    folder = Path(tempfile.mkdtemp(prefix="partita-bench-latency-"))
-    store = open_store(f"sqlite:///{folder / 'partita.db'}")
-    daemon = TriggerDaemon([flow], store, max_in_flight=max_in_flight, poll_interval=poll_interval)
-    thread = _serve(daemon)
     samples = []
-    try:
-        for index in range(events):
-            key = f"k{index:06d}"
-            publish_event(store, registry, "source", partition_key=key)
-            received = time.perf_counter()  # the receipt is back: the event is stored
-            if not signals[key].wait(60):
-                raise SystemExit(f"latency: the consumer of {key} did not start within 60 s")
-            samples.append(started[key] - received)
-    finally:
-        daemon.stop()
-        thread.join()
-        store.close()
+    with scratch_store(backend, "latency") as store:
+        daemon = TriggerDaemon([flow], store, max_in_flight=max_in_flight, poll_interval=poll_interval, listen=listen)
+        thread = _serve(daemon)
+        try:
+            for index in range(events):
+                key = f"k{index:06d}"
+                publish_event(store, registry, "source", partition_key=key)
+                received = time.perf_counter()  # the receipt is back: the event is stored
+                if not signals[key].wait(60):
+                    raise SystemExit(f"latency: the consumer of {key} did not start within 60 s")
+                samples.append(started[key] - received)
+            listened = daemon.listening
+        finally:
+            daemon.stop()
+            thread.join()
     samples.sort()
     p50 = statistics.median(samples) * 1000
-    p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))] * 1000
+    p99 = _percentile(samples, 0.99) * 1000
+    how = "LISTEN/NOTIFY" if listened else "polling"
     print(
-        f"latency receipt->body start (SQLite, poll {poll_interval}s, {events} events): "
+        f"latency receipt->body start ({_label(backend)}, {how}, poll {poll_interval}s, {events} events): "
         f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {samples[-1] * 1000:.1f} ms"
     )
+    return p50
 
 
-def throughput(keys: int, poll_interval: float, max_in_flight: int) -> None:
+def throughput(backend: str, keys: int, poll_interval: float, max_in_flight: int, listen: bool) -> None:
     finished = 0
     lock = threading.Lock()
     done = threading.Event()
@@ -99,42 +151,98 @@ def throughput(keys: int, poll_interval: float, max_in_flight: int) -> None:
                 done.set()
 
     flow, registry = build(keys, lambda key: None, on_finish)
-    folder = Path(tempfile.mkdtemp(prefix="partita-bench-throughput-"))
-    store = open_store(f"sqlite:///{folder / 'partita.db'}")
-    try:
+    with scratch_store(backend, "throughput") as store:
         begin = time.perf_counter()
         for index in range(keys):
             publish_event(store, registry, "source", partition_key=f"k{index:06d}")
         emitted = time.perf_counter() - begin
-        print(f"emit {keys} events (publish_event, one transaction each): {emitted:.2f} s")
-        daemon = TriggerDaemon([flow], store, max_in_flight=max_in_flight, poll_interval=poll_interval)
+        print(f"emit {keys} events (publish_event, one transaction each, {_label(backend)}): {emitted:.2f} s")
+        daemon = TriggerDaemon([flow], store, max_in_flight=max_in_flight, poll_interval=poll_interval, listen=listen)
         begin = time.perf_counter()
         thread = _serve(daemon)
         done.wait()
         # The body finished; the request is marked finished right after its run returns.
         elapsed = time.perf_counter() - begin
+        how = "LISTEN/NOTIFY" if daemon.listening else "polling"
         daemon.stop()
         thread.join()
-    finally:
-        store.close()
     print(
         f"throughput: {keys} consumer runs finished in {elapsed:.2f} s "
-        f"({keys / elapsed:.1f} runs/s, --max-in-flight {max_in_flight}, poll {poll_interval}s, SQLite)"
+        f"({keys / elapsed:.1f} runs/s, --max-in-flight {max_in_flight}, poll {poll_interval}s, {_label(backend)}, {how})"
     )
+
+
+def notify_cost(events: int, rows: int) -> None:
+    """Emission and COPY with the notification trigger enabled and disabled (PostgreSQL)."""
+    registry = AssetRegistry()
+    keys = StaticPartitionDef("bench_keys", [f"k{index:06d}" for index in range(max(events, 1))])
+
+    @asset(partition_def=keys, registry=registry)
+    def source() -> None:
+        """Published to from outside; never runs."""
+
+    columns = "asset, partition_key, extra, timestamp, source_kind"
+    with scratch_store("postgresql", "notify-cost") as store:
+        import psycopg
+
+        with psycopg.connect(store.connect_url, autocommit=True) as connection:
+
+            def toggle(enabled: bool) -> None:
+                state = "ENABLE" if enabled else "DISABLE"
+                connection.execute(f"ALTER TABLE partita_events {state} TRIGGER partita_events_notify")
+
+            def emissions() -> float:
+                begin = time.perf_counter()
+                for index in range(events):
+                    publish_event(store, registry, "source", partition_key=f"k{index:06d}")
+                return time.perf_counter() - begin
+
+            def copy_batch() -> float:
+                begin = time.perf_counter()
+                with connection.transaction(), connection.cursor() as cursor:
+                    with cursor.copy(f"COPY partita_events ({columns}) FROM STDIN") as copy:
+                        for index in range(rows):
+                            copy.write_row(("source", f"k{index:06d}", "{}", 0.0, "attempt"))
+                return time.perf_counter() - begin
+
+            for name, measure, size in (("emit", emissions, events), ("copy", copy_batch, rows)):
+                timings: dict[bool, list[float]] = {False: [], True: []}
+                for _ in range(3):  # interleaved, so drift of a shared machine hits both alike
+                    for enabled in (False, True):
+                        toggle(enabled)
+                        timings[enabled].append(measure())
+                medians = {enabled: statistics.median(values) for enabled, values in timings.items()}
+                print(
+                    f"notify-cost {name} {size} events (PostgreSQL): trigger off {medians[False] * 1000:.1f} ms, "
+                    f"on {medians[True] * 1000:.1f} ms, ratio_on_to_off={medians[True] / medians[False]:.2f}"
+                )
+
+
+def _label(backend: str) -> str:
+    return "SQLite" if backend == "sqlite" else "PostgreSQL"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", choices=("sqlite", "postgresql"), default="sqlite", help="backend (default sqlite)")
     parser.add_argument("--events", type=int, default=1000, help="latency samples (default 1000)")
     parser.add_argument("--keys", type=int, default=10_000, help="throughput: keys emitted (default 10000)")
     parser.add_argument("--max-in-flight", type=int, default=4, help="consumer runs at once (default 4)")
     parser.add_argument("--poll-interval", type=float, default=0.05, help="daemon poll interval (default 0.05)")
-    parser.add_argument("--only", choices=("latency", "throughput"), help="run one part only")
+    parser.add_argument("--only", choices=("latency", "throughput", "notify-cost"), help="run one part only")
+    parser.add_argument("--no-listen", action="store_true", help="throughput: poll only, also on PostgreSQL")
     args = parser.parse_args()
     if args.only in (None, "latency"):
-        latency(args.events, args.poll_interval, args.max_in_flight)
+        if args.store == "postgresql":
+            polling = latency(args.store, args.events, args.poll_interval, args.max_in_flight, listen=False)
+            listening = latency(args.store, args.events, args.poll_interval, args.max_in_flight, listen=True)
+            print(f"latency p50 ratio LISTEN/NOTIFY to polling (PostgreSQL, poll {args.poll_interval}s): {listening / polling:.2f}")
+        else:
+            latency(args.store, args.events, args.poll_interval, args.max_in_flight, listen=True)
     if args.only in (None, "throughput"):
-        throughput(args.keys, args.poll_interval, args.max_in_flight)
+        throughput(args.store, args.keys, args.poll_interval, args.max_in_flight, listen=not args.no_listen)
+    if args.only in (None, "notify-cost") and args.store == "postgresql":
+        notify_cost(args.events, args.keys)
 
 
 if __name__ == "__main__":
