@@ -6,13 +6,16 @@ machine is shared and noisy, so compare ratios, not absolute figures):
 
 - commit: ``FileMaterialization.commit`` of one small dict per key, against
   ``json.dumps`` + write a temporary file + fsync + ``os.replace``;
+- commit, N writers: the same with ``--writers`` threads committing at once
+  (as a flow whose ``max_concurrency`` lets several attempts commit), against
+  the baseline with as many threads;
 - resolve+load: what a materialized attempt costs (``resolve`` then
   ``load``), against reading the file + SHA-256 + ``json.loads``;
 - load: ``load`` alone with records resolved beforehand, same baseline.
 
 Run by hand:
 
-    python benchmarks/materialization.py [--operations 2000] [--repeat 3] [--dir PATH]
+    python benchmarks/materialization.py [--operations 2000] [--repeat 3] [--writers 4] [--dir PATH]
 
 ``--dir`` chooses where the temporary stores live (default: the system's
 temporary folder); fsync costs depend entirely on that filesystem.
@@ -29,6 +32,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from partita import DatePartitionDef, FileMaterialization, MaterializationContext
@@ -74,30 +78,32 @@ def timed(action: Callable[[], None]) -> float:
     return time.perf_counter() - started
 
 
-def adapter_commit(root: Path, contexts: list[MaterializationContext], outputs: list[dict]) -> float:
+def in_threads(action: Callable[[int], None], count: int, writers: int) -> float:
+    """Time ``action(0..count-1)``, sequentially (one writer) or spread over ``writers`` threads."""
+    if writers == 1:
+        return timed(lambda: [action(number) for number in range(count)])
+    with ThreadPoolExecutor(writers) as pool:
+        return timed(lambda: list(pool.map(action, range(count))))
+
+
+def adapter_commit(root: Path, contexts: list[MaterializationContext], outputs: list[dict], writers: int = 1) -> float:
     store = FileMaterialization(root)
-
-    def run() -> None:
-        for context, output in zip(contexts, outputs, strict=True):
-            store.commit(context, output)
-
-    return timed(run)
+    return in_threads(lambda number: store.commit(contexts[number], outputs[number]), len(outputs), writers)
 
 
-def baseline_commit(root: Path, outputs: list[dict]) -> float:
+def baseline_commit(root: Path, outputs: list[dict], writers: int = 1) -> float:
     root.mkdir(parents=True)
 
-    def run() -> None:
-        for number, output in enumerate(outputs):
-            path = root / f"{number}.json"
-            temporary = root / f".{number}.json.tmp"
-            with open(temporary, "xb") as handle:
-                handle.write(json.dumps(output, separators=(",", ":")).encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, path)
+    def commit(number: int) -> None:
+        path = root / f"{number}.json"
+        temporary = root / f".{number}.json.tmp"
+        with open(temporary, "xb") as handle:
+            handle.write(json.dumps(outputs[number], separators=(",", ":")).encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
 
-    return timed(run)
+    return in_threads(commit, len(outputs), writers)
 
 
 def adapter_resolve_and_load(root: Path, contexts: list[MaterializationContext]) -> float:
@@ -139,6 +145,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--operations", type=int, default=2_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--writers", type=int, default=4, help="threads for the concurrent commit figure")
     parser.add_argument("--dir", type=Path, default=None, help="where temporary stores are created")
     args = parser.parse_args()
 
@@ -149,7 +156,7 @@ def main() -> None:
     digests = [hashlib.sha256(json.dumps(o, separators=(",", ":")).encode()).hexdigest() for o in outputs]
 
     seconds: dict[str, list[float]] = {
-        name: [] for name in ("commit", "base_commit", "resolve_load", "load", "base_load")
+        name: [] for name in ("commit", "base_commit", "commit_n", "base_commit_n", "resolve_load", "load", "base_load")
     }
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory(dir=args.dir) as folder:
@@ -159,6 +166,9 @@ def main() -> None:
             seconds["base_load"].append(baseline_load(plain_root, count, digests))
             seconds["resolve_load"].append(adapter_resolve_and_load(store_root, contexts))
             seconds["load"].append(adapter_load(store_root, contexts))
+            writers = args.writers
+            seconds["base_commit_n"].append(baseline_commit(Path(folder) / "plain-n", outputs, writers))
+            seconds["commit_n"].append(adapter_commit(Path(folder) / "store-n", contexts, outputs, writers))
 
     def rate(name: str) -> float:
         return count / statistics.median(seconds[name])
@@ -166,6 +176,12 @@ def main() -> None:
     figures = [
         ("commit FileMaterialization", rate("commit"), rate("commit") / rate("base_commit")),
         ("commit baseline (dumps+write+fsync+replace)", rate("base_commit"), 1.0),
+        (
+            f"commit FileMaterialization, {args.writers} writers",
+            rate("commit_n"),
+            rate("commit_n") / rate("base_commit_n"),
+        ),
+        (f"commit baseline, {args.writers} writers", rate("base_commit_n"), 1.0),
         ("resolve+load FileMaterialization", rate("resolve_load"), rate("resolve_load") / rate("base_load")),
         ("load FileMaterialization", rate("load"), rate("load") / rate("base_load")),
         ("load baseline (read+sha256+loads)", rate("base_load"), 1.0),
