@@ -10,9 +10,10 @@
     Prints p50 and p99 (and max). On PostgreSQL it is measured twice in the
     same run: polling only (``listen=False``, the baseline) and with
     LISTEN/NOTIFY, with the ratio of the medians.
-(b) throughput: ``--keys`` events are published first (each its own key),
-    then a daemon serves until all consumer runs (no-op bodies) finished.
-    Prints the seconds (and runs per second). ``--no-listen`` makes a
+(b) throughput: a daemon serves while one producer run emits ``--keys``
+    events (``context.emit``, one per key, each durable before the next);
+    the time from the producer's start until all consumer runs (no-op
+    bodies) finished. Prints the seconds (and runs per second). ``--no-listen`` makes a
     PostgreSQL daemon poll only, to compare.
 (c) notify-cost (PostgreSQL only): what the notification trigger of schema
     revision 0005 adds to writing events: single-row emissions (each its own
@@ -50,7 +51,14 @@ def build(count: int, on_start, on_finish) -> tuple[Flow, AssetRegistry]:
 
     @asset(partition_def=keys, registry=registry)
     def source() -> None:
-        """Published to from outside; never runs."""
+        """Announced by `producer` (or published from outside); never runs."""
+
+    @asset(registry=registry)
+    def producer(context: AssetContext) -> int:
+        """One producer run announces every key: an event per key, each durable before the next."""
+        for key in keys.keys:
+            context.emit("source", partition_key=key)
+        return len(keys.keys)
 
     @asset(partition_def=keys, registry=registry)
     def consumer(context: AssetContext) -> None:
@@ -152,14 +160,13 @@ def throughput(backend: str, keys: int, poll_interval: float, max_in_flight: int
 
     flow, registry = build(keys, lambda key: None, on_finish)
     with scratch_store(backend, "throughput") as store:
-        begin = time.perf_counter()
-        for index in range(keys):
-            publish_event(store, registry, "source", partition_key=f"k{index:06d}")
-        emitted = time.perf_counter() - begin
-        print(f"emit {keys} events (publish_event, one transaction each, {_label(backend)}): {emitted:.2f} s")
         daemon = TriggerDaemon([flow], store, max_in_flight=max_in_flight, poll_interval=poll_interval, listen=listen)
+        thread = _serve(daemon)  # consumers start while the producer still emits
         begin = time.perf_counter()
-        thread = _serve(daemon)
+        produced = Flow(["producer"], registry=registry, store=store).run()
+        emitted = time.perf_counter() - begin
+        assert produced.status.value == "success", produced.status
+        print(f"producer run: {keys} events emitted (context.emit, each durable), {_label(backend)}: {emitted:.2f} s")
         done.wait()
         # The body finished; the request is marked finished right after its run returns.
         elapsed = time.perf_counter() - begin
@@ -167,7 +174,7 @@ def throughput(backend: str, keys: int, poll_interval: float, max_in_flight: int
         daemon.stop()
         thread.join()
     print(
-        f"throughput: {keys} consumer runs finished in {elapsed:.2f} s "
+        f"throughput: producer start to {keys} consumer runs finished: {elapsed:.2f} s "
         f"({keys / elapsed:.1f} runs/s, --max-in-flight {max_in_flight}, poll {poll_interval}s, {_label(backend)}, {how})"
     )
 
