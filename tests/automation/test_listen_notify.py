@@ -83,11 +83,17 @@ class Pipeline:
 
     def emit(self, key: str) -> None:
         """``context.emit`` from a producer's body: one INSERT committed while the producer runs."""
-        assert p.Flow(["producer"], registry=self.registry, store=self.store).run({"partition_keys": [key]}).status is p.RunStatus.SUCCESS
+        assert (
+            p.Flow(["producer"], registry=self.registry, store=self.store).run({"partition_keys": [key]}).status
+            is p.RunStatus.SUCCESS
+        )
 
     def outlet(self, key: str) -> None:
         """A successful ``raw`` attempt: its outlet event is written with COPY, with the attempt."""
-        assert p.Flow(["raw"], registry=self.registry, store=self.store).run({"partition_keys": [key]}).status is p.RunStatus.SUCCESS
+        assert (
+            p.Flow(["raw"], registry=self.registry, store=self.store).run({"partition_keys": [key]}).status
+            is p.RunStatus.SUCCESS
+        )
 
     def consumer_started(self, key: str, timeout: float) -> float:
         """When the consumer run of ``key`` started (monotonic); fails after ``timeout``."""
@@ -148,7 +154,9 @@ def _terminate(url: str, pids: set[int]) -> None:
 def _has_notify_trigger(engine: Engine) -> bool:
     with engine.connect() as connection:
         if engine.dialect.name == "sqlite":
-            return bool(connection.exec_driver_sql("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").scalar())
+            return bool(
+                connection.exec_driver_sql("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").scalar()
+            )
         return bool(
             connection.exec_driver_sql(
                 "SELECT count(*) FROM pg_trigger WHERE tgname = 'partita_events_notify' AND NOT tgisinternal"
@@ -172,7 +180,9 @@ def test_the_notification_trigger_exists_on_postgresql_only(store_url: str, engi
     assert _has_notify_trigger(engine) is (engine.dialect.name == "postgresql")
 
 
-def test_a_store_at_0004_gains_the_trigger_when_opened_and_a_downgrade_removes_it(store_url: str, engine: Engine) -> None:
+def test_a_store_at_0004_gains_the_trigger_when_opened_and_a_downgrade_removes_it(
+    store_url: str, engine: Engine
+) -> None:
     SqlStore(store_url).close()
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
@@ -192,7 +202,9 @@ def test_a_store_at_0004_gains_the_trigger_when_opened_and_a_downgrade_removes_i
         store.close()
 
 
-def test_committed_events_notify_the_documented_channel_with_the_assets_as_payload(pg_store: SqlStore, postgres_url: str) -> None:
+def test_committed_events_notify_the_documented_channel_with_the_assets_as_payload(
+    pg_store: SqlStore, postgres_url: str
+) -> None:
     pipeline = Pipeline(pg_store)
     with psycopg.connect(postgres_url, autocommit=True) as listening:
         listening.execute(f"LISTEN {CHANNEL}")
@@ -238,7 +250,9 @@ def test_a_listener_ignores_events_of_other_assets(pg_store: SqlStore) -> None:
         assert listener.wait(0.5) is False
 
 
-def test_nothing_is_announced_before_commit_after_rollback_or_for_a_duplicate(pg_store: SqlStore, postgres_url: str) -> None:
+def test_nothing_is_announced_before_commit_after_rollback_or_for_a_duplicate(
+    pg_store: SqlStore, postgres_url: str
+) -> None:
     pipeline = Pipeline(pg_store)
     insert = (
         "INSERT INTO partita_events (asset, partition_key, extra, timestamp, source_kind) "
@@ -459,3 +473,36 @@ def test_serve_on_postgresql_starts_runs_on_notification_and_stops_on_sigterm(po
     (started,) = [document for document in documents if document["message"] == "daemon started"]
     assert started["wakeup"] == "notifications"
     assert "daemon stopped" in [document["message"] for document in documents]
+
+
+def test_serve_no_listen_on_postgresql_polls_without_a_listener_connection(postgres_url: str, entry: str) -> None:
+    with contextlib.closing(SqlStore(postgres_url)) as store:
+        publish(store, "2024-01-01")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "partita",
+            "serve",
+            entry,
+            "--store",
+            postgres_url,
+            "--poll-interval",
+            "0.05",
+            "--no-listen",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    try:
+        wait_for(lambda: _consumer_runs(postgres_url) >= 1, timeout=30)
+        assert _listener_pids(postgres_url) == set()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    documents = [json.loads(line) for line in err.splitlines() if line.strip()]
+    (started,) = [document for document in documents if document["message"] == "daemon started"]
+    assert started["wakeup"] == "polling"

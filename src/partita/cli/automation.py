@@ -29,10 +29,19 @@ from partita.store.triggers import TriggerStore
 @click.command()
 @click.argument("entry")
 @store_option
-@click.option("--max-in-flight", type=click.IntRange(min=1), default=4, show_default=True, help="Consumer runs at once.")
-@click.option("--poll-interval", type=click.FloatRange(min=0.01), default=0.1, show_default=True, help="Seconds between passes.")
+@click.option(
+    "--max-in-flight", type=click.IntRange(min=1), default=4, show_default=True, help="Consumer runs at once."
+)
+@click.option(
+    "--poll-interval", type=click.FloatRange(min=0.01), default=0.1, show_default=True, help="Seconds between passes."
+)
+@click.option(
+    "--no-listen",
+    is_flag=True,
+    help="On PostgreSQL, poll only (for connection poolers that do not pass LISTEN/NOTIFY through).",
+)
 @handles_errors
-def serve(entry: str, store_url: str | None, max_in_flight: int, poll_interval: float) -> None:
+def serve(entry: str, store_url: str | None, max_in_flight: int, poll_interval: float, no_listen: bool) -> None:
     """Process ENTRY's triggers continuously until SIGTERM or SIGINT (Ctrl-C)."""
     flows = load_trigger_flows(entry)
     logger = logging.getLogger("partita")
@@ -40,7 +49,9 @@ def serve(entry: str, store_url: str | None, max_in_flight: int, poll_interval: 
     logger.addHandler(json_log_handler())
     with opened_store(store_url, False) as store:
         assert store is not None
-        daemon = TriggerDaemon(flows, store, max_in_flight=max_in_flight, poll_interval=poll_interval)
+        daemon = TriggerDaemon(
+            flows, store, max_in_flight=max_in_flight, poll_interval=poll_interval, listen=not no_listen
+        )
 
         def stop(signum: int, _frame: Any) -> None:
             daemon.stop()
@@ -54,7 +65,9 @@ def serve(entry: str, store_url: str | None, max_in_flight: int, poll_interval: 
 @click.argument("entry")
 @click.option("--once", is_flag=True, required=True, help="Process what is pending now, then exit.")
 @store_option
-@click.option("--max-in-flight", type=click.IntRange(min=1), default=4, show_default=True, help="Consumer runs at once.")
+@click.option(
+    "--max-in-flight", type=click.IntRange(min=1), default=4, show_default=True, help="Consumer runs at once."
+)
 @json_option
 @handles_errors
 def trigger(entry: str, once: bool, store_url: str | None, max_in_flight: int, as_json: bool) -> None:
@@ -116,7 +129,9 @@ def flows() -> None:
 
 def _set_paused(name: str, store_url: str | None, paused: bool, as_json: bool) -> None:
     if not name:
-        raise ConfigurationError("flow NAME is empty; pass the triggered flow's name= (see partita plan ENTRY --pending)")
+        raise ConfigurationError(
+            "flow NAME is empty; pass the triggered flow's name= (see partita plan ENTRY --pending)"
+        )
     with opened_store(store_url, False) as store:
         assert store is not None
         triggers = TriggerStore(store)
