@@ -166,6 +166,12 @@ def test_daily_rollup_of_hours_with_bounded_upstream() -> None:
     assert len(p.RollupMapper("day").requirement("2024-03-31", bounded, DAYS).keys) == 23
 
 
+def test_daily_rollup_first_day_waits_only_for_hours_after_the_upstream_start() -> None:
+    bounded = p.HourlyPartitionDef("Europe/Berlin", start="2024-01-01T12")
+    keys = p.RollupMapper("day").requirement("2024-01-01", bounded, DAYS).keys
+    assert keys == tuple(f"2024-01-01T{hour:02d}" for hour in range(12, 24))
+
+
 # -- allowed keys, fixed key, product -----------------------------------------------
 
 
