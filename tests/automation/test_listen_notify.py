@@ -446,16 +446,25 @@ def _consumer_runs(url: str) -> int:
         store.close()
 
 
-def test_serve_on_postgresql_starts_runs_on_notification_and_stops_on_sigterm(postgres_url: str, entry: str) -> None:
-    with contextlib.closing(SqlStore(postgres_url)) as store:
-        publish(store, "2024-01-01")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "partita", "serve", entry, "--store", postgres_url, "--poll-interval", str(LONG_POLL)],
+def _serve(entry: str, url: str, *options: str) -> subprocess.Popen[str]:
+    """`partita serve ENTRY --store URL OPTIONS...` as a user starts it; its JSON logs go to stderr."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "partita", "serve", entry, "--store", url, *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=dict(os.environ),
     )
+
+
+def _logged(err: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in err.splitlines() if line.strip()]
+
+
+def test_serve_on_postgresql_starts_runs_on_notification_and_stops_on_sigterm(postgres_url: str, entry: str) -> None:
+    with contextlib.closing(SqlStore(postgres_url)) as store:
+        publish(store, "2024-01-01")
+    process = _serve(entry, postgres_url, "--poll-interval", str(LONG_POLL))
     try:
         wait_for(lambda: _consumer_runs(postgres_url) >= 1, timeout=30)
         with contextlib.closing(SqlStore(postgres_url)) as store:
@@ -469,7 +478,7 @@ def test_serve_on_postgresql_starts_runs_on_notification_and_stops_on_sigterm(po
         out, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
     assert time.monotonic() - asked < PROMPTLY + 5  # interpreter exit included
-    documents = [json.loads(line) for line in err.splitlines() if line.strip()]
+    documents = _logged(err)
     (started,) = [document for document in documents if document["message"] == "daemon started"]
     assert started["wakeup"] == "notifications"
     assert "daemon stopped" in [document["message"] for document in documents]
@@ -478,24 +487,7 @@ def test_serve_on_postgresql_starts_runs_on_notification_and_stops_on_sigterm(po
 def test_serve_no_listen_on_postgresql_polls_without_a_listener_connection(postgres_url: str, entry: str) -> None:
     with contextlib.closing(SqlStore(postgres_url)) as store:
         publish(store, "2024-01-01")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "partita",
-            "serve",
-            entry,
-            "--store",
-            postgres_url,
-            "--poll-interval",
-            "0.05",
-            "--no-listen",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ),
-    )
+    process = _serve(entry, postgres_url, "--poll-interval", "0.05", "--no-listen")
     try:
         wait_for(lambda: _consumer_runs(postgres_url) >= 1, timeout=30)
         assert _listener_pids(postgres_url) == set()
@@ -503,6 +495,6 @@ def test_serve_no_listen_on_postgresql_polls_without_a_listener_connection(postg
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
-    documents = [json.loads(line) for line in err.splitlines() if line.strip()]
+    documents = _logged(err)
     (started,) = [document for document in documents if document["message"] == "daemon started"]
     assert started["wakeup"] == "polling"
