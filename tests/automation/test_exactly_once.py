@@ -32,13 +32,6 @@ def _flow(entry: str) -> Any:
     return flow
 
 
-RACE_BUG = (
-    "TriggerEvaluator._evaluate_events reads the cursor outside the transaction of TriggerStore.record_pass: "
-    "a daemon that read the cursor before another daemon recorded and claimed the same events opens a new "
-    "generation with the same event set, so the key runs twice"
-)
-
-
 def test_two_daemons_racing_in_threads_start_one_run_per_key(store_url: str, entry: str) -> None:
     with _closing(SqlStore(store_url)) as store:
         publish(store, *KEYS)

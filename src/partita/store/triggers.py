@@ -151,11 +151,25 @@ class TriggerStore:
         return True
 
     def _cursor_unchanged(self, connection: Any, flow: str, expected: int) -> bool:
+        """Lock the flow's cursor row and compare it with what the pass read.
+
+        The row is created first if missing: a lock on a row that does not
+        exist yet serializes nothing, and two first passes of a new flow
+        would both go ahead. A second creator waits for the first one's
+        transaction and then sees its cursor.
+        """
+        connection.exec_driver_sql(
+            self.store.driver_sql(
+                f"INSERT INTO {trigger_cursors.name} (flow, last_event_id, last_tick) VALUES (?, 0, NULL) "
+                "ON CONFLICT (flow) DO NOTHING"
+            ),
+            (flow,),
+        )
         query = select(trigger_cursors.c.last_event_id).where(trigger_cursors.c.flow == flow)
         if self.store.dialect == "postgresql":
             query = query.with_for_update()
         row = connection.execute(query).first()
-        return (0 if row is None else int(row[0])) == expected
+        return row is not None and int(row[0]) == expected
 
     def _record(
         self, connection: Any, flow: str, ready: dict[str, list[int]], waiting: dict[str, list[int]], now: float
