@@ -186,6 +186,53 @@ def test_a_vanished_reference_is_a_miss_but_the_record_in_hand_still_loads(root,
     assert store.load(context, record) == 1
 
 
+# -- resolve hands its checked manifest to the load that follows ------------------------------
+
+
+def test_a_load_right_after_resolve_still_checks_the_ledger_and_the_payload(root, make_context):
+    store = FileMaterialization(root)
+    context = make_context()
+    committed = store.commit(context, {"rows": 3})
+    record = store.resolve(context)
+    payload = _generation(root, context, committed.materialization_id) / "payload"
+    payload.write_bytes(payload.read_bytes().replace(b"3", b"4"))  # same size, other bytes
+    with pytest.raises(FileMaterializationError, match="SHA-256"):
+        store.load(context, record)
+
+    fresh = make_context(version="2")
+    store.commit(fresh, [1])
+    resolved = store.resolve(fresh)
+    store.invalidate(fresh, reason="revoked between resolve and load")
+    with pytest.raises(FileMaterializationError, match="invalidated"):
+        store.load(fresh, resolved)
+
+
+def test_the_hand_over_is_used_once_and_ignores_changes_to_the_records_metadata(root, make_context):
+    store = FileMaterialization(root)
+    context = make_context()
+    committed = store.commit(context, {"a": 1})
+    record = store.resolve(context)
+    record.metadata["size"] = 0  # the caller's dict: the adapter kept its own copy
+    assert store.load(context, record) == {"a": 1}
+    # The second load reads the manifest again: damage since the resolve is found.
+    manifest = _generation(root, context, committed.materialization_id) / "manifest.json"
+    manifest.write_bytes(manifest.read_bytes()[:20])
+    with pytest.raises(FileMaterializationError, match="manifest"):
+        store.load(context, record)
+
+
+def test_resolving_many_records_without_loading_them_keeps_a_bounded_hand_over(root, make_context):
+    store = FileMaterialization(root)
+    contexts = [
+        make_context(partition_key=f"tenant-{number}", partition_key_text=f"tenant-{number}") for number in range(1100)
+    ]
+    for context in contexts:
+        store.commit(context, 1)
+        store.resolve(context)
+    assert len(store._resolved) <= 1024  # noqa: SLF001
+    assert store.load(contexts[0], store.resolve(contexts[0])) == 1
+
+
 @pytest.mark.parametrize("bad_root", ["", None, 5])
 def test_root_must_be_a_folder_path(bad_root):
     with pytest.raises(FileMaterializationError, match="root"):

@@ -55,6 +55,7 @@ _LEDGER = "partita.file-materialization.revocations"
 _MAX_METADATA_BYTES = 1 << 20
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _SEP = os.sep
+_MAX_HANDED_OVER = 1024  # resolved records whose checked manifest entries wait for their load
 
 
 class InspectionState(enum.Enum):
@@ -203,6 +204,8 @@ class FileMaterialization:
             os.path.join(os.fspath(self.root), folder, "") for folder in ("objects", "refs", "invalidations")
         )
         self.codec = codec
+        # (identity hash, materialization id) -> the manifest entries resolve checked, until load uses them.
+        self._resolved: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}
 
     def __repr__(self) -> str:
         return f"FileMaterialization(root={str(self.root)!r}, codec={self.codec!r})"
@@ -357,9 +360,23 @@ class FileMaterialization:
     def resolve(self, context: MaterializationContext) -> MaterializationRecord | None:
         """The current committed record, or None (nothing committed, or revoked)."""
         try:
-            return self._resolve(context, verify_payload=False)
+            record = self._resolve(context, verify_payload=False)
         except (FileNotFoundError, _Revoked):
             return None
+        # An attempt loads what it just resolved: hand the checked manifest
+        # entries over once (generations are immutable), so load need not
+        # read and check the manifest again. The ledger and the payload are
+        # still checked.
+        handed = self._resolved
+        metadata = record.metadata  # a copy of its values: the caller may change the record's dict
+        handed[(context.identity_hash(), record.materialization_id)] = (
+            metadata["epoch"],
+            {"size": metadata["size"], "sha256": metadata["sha256"]},
+        )
+        if len(handed) > _MAX_HANDED_OVER:
+            with contextlib.suppress(StopIteration, KeyError, RuntimeError):
+                del handed[next(iter(handed))]  # the oldest: resolved but never loaded
+        return record
 
     def load(self, context: MaterializationContext, record: MaterializationRecord) -> Any:
         """Decode the record's payload after checking it is not revoked and is intact.
@@ -375,10 +392,14 @@ class FileMaterialization:
         if not materialization_id.isalnum():
             raise FileMaterializationError("the record has no valid materialization id")
         generation = f"{self._identity_dir(identity_hash)}{_SEP}{materialization_id}"
-        manifest = self._read_json(f"{generation}{_SEP}manifest.json", "manifest")
-        if manifest is None:
-            raise _Corrupt("the record's generation has no manifest")
-        _, epoch, payload = self._checked_manifest(context, identity_hash, materialization_id, manifest)
+        checked = self._resolved.pop((identity_hash, materialization_id), None)
+        if checked is not None:
+            epoch, payload = checked
+        else:
+            manifest = self._read_json(f"{generation}{_SEP}manifest.json", "manifest")
+            if manifest is None:
+                raise _Corrupt("the record's generation has no manifest")
+            _, epoch, payload = self._checked_manifest(context, identity_hash, materialization_id, manifest)
         if epoch < (self._current_epoch(identity_hash) or 0):
             raise FileMaterializationError("the record was invalidated after it was resolved or collected")
         data = self._verified_payload(generation, payload)
