@@ -95,17 +95,14 @@ def _fsync_directory(path: Path) -> None:
         os.close(descriptor)
 
 
-def _write_durably(path: Path, data: bytes) -> None:
-    with open(path, "xb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
 def _replace_durably(path: Path, data: bytes) -> None:
     """Write to a unique temporary file, fsync, rename over ``path``, fsync the folder."""
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    _write_durably(temporary, data)
+    descriptor = _create(os.fspath(temporary), data)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
     os.replace(temporary, path)
     _fsync_directory(path.parent)
 

@@ -309,7 +309,6 @@ class SqlStore:
         Skipping per-row parameter processing halves the writer's cost; the
         SQL is the same on SQLite and PostgreSQL apart from the placeholder.
         """
-        marker = "%s" if self._dialect == "postgresql" else "?"
 
         def upsert(table: Any, keys: tuple[str, ...], only: set[str] | None = None) -> str:
             names = [column.name for column in table.columns]
@@ -317,7 +316,7 @@ class SqlStore:
                 f"{name} = excluded.{name}" for name in names if name not in keys and (only is None or name in only)
             )
             return (
-                f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join([marker] * len(names))}) "
+                f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))}) "
                 f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
             )
 
@@ -334,20 +333,21 @@ class SqlStore:
 
     def _prepare_event_statements(self) -> None:
         """Driver SQL for emission and run starts: no statement construction per call."""
-        marker = "%s" if self._dialect == "postgresql" else "?"
         run_columns = [
             "run_id", "status", "started_at", "targets", "selection_kind", "domain", "key_count", "attempt_count",
             "plan", "record_partition_keys", "owner_host", "owner_pid", "owner_token", "heartbeat_at",
         ]  # fmt: skip
-        self._run_start_sql = (
-            f"INSERT INTO {runs.name} ({', '.join(run_columns)}) VALUES ({', '.join([marker] * len(run_columns))})"
+        self._run_start_sql = self.driver_sql(
+            f"INSERT INTO {runs.name} ({', '.join(run_columns)}) VALUES ({', '.join('?' * len(run_columns))})"
         )
         columns = [column.name for column in list(events.columns)[1:]]
-        self._event_insert_sql = (
-            f"INSERT INTO {events.name} ({', '.join(columns)}) VALUES ({', '.join([marker] * len(columns))}) "
+        self._event_insert_sql = self.driver_sql(
+            f"INSERT INTO {events.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
             "ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING id"
         )
-        self._event_lookup_sql = f"SELECT id, timestamp, payload_hash FROM {events.name} WHERE dedupe_key = {marker}"
+        self._event_lookup_sql = self.driver_sql(
+            f"SELECT id, timestamp, payload_hash FROM {events.name} WHERE dedupe_key = ?"
+        )
 
     @property
     def url(self) -> str:
