@@ -7,6 +7,7 @@ Helpers are fixtures (not importable functions) because the suite runs with
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,3 +57,59 @@ def snapshot() -> Callable[[Path], dict[str, Any]]:
         return state
 
     return take
+
+
+class StoreFiles:
+    """The documented FileMaterialization layout under one root, for tests that read or damage files.
+
+    A generation is one file: the manifest as one line of JSON, a newline,
+    then the payload.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def at(self, root: Path) -> StoreFiles:
+        return StoreFiles(root)
+
+    def reference(self, context: MaterializationContext) -> Path:
+        identity = context.identity_hash()
+        return self.root / "refs" / identity[0] / f"{identity}.json"
+
+    def ledger(self, context: MaterializationContext) -> Path:
+        identity = context.identity_hash()
+        return self.root / "invalidations" / identity[0] / f"{identity}.json"
+
+    def generation(self, context: MaterializationContext, materialization_id: str) -> Path:
+        identity = context.identity_hash()
+        return self.root / "objects" / identity[0] / f"{identity}.{materialization_id}"
+
+    def generations(self, context: MaterializationContext | None = None) -> list[Path]:
+        """Every generation file under the root (of one identity when ``context`` is given), sorted."""
+        pattern = f"{context.identity_hash()}.*" if context is not None else "*"
+        return sorted(path for path in (self.root / "objects").glob(f"*/{pattern}") if path.is_file())
+
+    def current_id(self, context: MaterializationContext) -> str:
+        return json.loads(self.reference(context).read_text("utf-8"))["materialization_id"]
+
+    @staticmethod
+    def read(generation: Path) -> tuple[dict[str, Any], bytes]:
+        """A generation file's manifest and payload."""
+        line, _, payload = generation.read_bytes().partition(b"\n")
+        return json.loads(line), payload
+
+    @staticmethod
+    def write(generation: Path, manifest: dict[str, Any], payload: bytes) -> None:
+        """Rewrite a generation file (tests that tamper with one)."""
+        generation.write_bytes(json.dumps(manifest, separators=(",", ":")).encode("utf-8") + b"\n" + payload)
+
+    @staticmethod
+    def payload_offset(generation: Path) -> int:
+        """Where the payload starts in a generation file."""
+        return generation.read_bytes().index(b"\n") + 1
+
+
+@pytest.fixture
+def files(root: Path) -> StoreFiles:
+    """The layout of the default ``root`` (``files.at(other)`` for another root)."""
+    return StoreFiles(root)

@@ -1,22 +1,22 @@
 """`FileMaterialization`: committed outputs in a local folder.
 
 Layout under ``root`` (identities are SHA-256 hashes, so no raw key becomes a
-file name)::
+file name; ``<h>`` is the hash's first hex digit, spreading files over 16
+folders)::
 
-    objects/<hh>/<identity>/<materialization id>/payload        immutable
-    objects/<hh>/<identity>/<materialization id>/manifest.json  immutable
-    refs/<hh>/<identity>.json            small, replaced atomically
-    invalidations/<hh>/<identity>.json   the revocation ledger
+    objects/<h>/<identity>.<materialization id>   a generation: manifest line + payload, immutable
+    refs/<h>/<identity>.json                      small, replaced atomically
+    invalidations/<h>/<identity>.json             the revocation ledger
 
-A commit writes a new generation (payload and manifest) and the new
-reference's bytes, fsyncs them and the generation's folders together, and
-only then renames the reference into place. A reader
-therefore sees the old generation or the new one, never half of one; a
-process killed midway leaves an unreferenced generation behind. Generations
-are never deleted. Atomic rename gives visibility on a local filesystem;
-durability across power loss and network filesystem semantics are not
-guaranteed. Several writers may race: each keeps its generation and the last
-reference replacement wins.
+A generation is one file: the manifest as one line of JSON (identity, codec,
+epoch, payload size and SHA-256), a newline, then the payload's bytes. A
+commit creates the generation and fsyncs it and its folder, and only then
+renames a new reference into place. A reader therefore sees the old
+generation or the new one, never half of one; a process killed midway leaves
+an unreferenced generation behind. Generations are never deleted. Atomic
+rename gives visibility on a local filesystem; durability across power loss
+and network filesystem semantics are not guaranteed. Several writers may
+race: each keeps its generation and the last reference replacement wins.
 
 Invalidation appends to the identity's ledger: each revocation starts a new
 epoch, and a reference whose epoch is older than the ledger's is revoked,
@@ -55,6 +55,7 @@ _LEDGER = "partita.file-materialization.revocations"
 _MAX_METADATA_BYTES = 1 << 20
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _SEP = os.sep
+_HEAD_BYTES = 1 << 16  # the first read of a generation: the whole file, when it is small
 _MAX_HANDED_OVER = 1024  # resolved records whose checked manifest entries wait for their load
 
 
@@ -87,12 +88,31 @@ class _Revoked(Exception):
     """Internal: the reference's epoch is older than the ledger's."""
 
 
-def _fsync_directory(path: Path) -> None:
+def _fsync_directory(path: str | os.PathLike[str]) -> None:
     descriptor = os.open(path, os.O_RDONLY)
     try:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+def _make_folders(path: str) -> None:
+    """Create ``path`` and its missing parents, fsyncing each parent that gained an entry.
+
+    Runs once per folder of a root's life (the fan-out is fixed), so the
+    extra fsyncs do not show in the per-commit cost.
+    """
+    missing = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder)
+        _fsync_directory(os.path.dirname(folder))
 
 
 def _replace_durably(path: Path, data: bytes) -> None:
@@ -107,13 +127,14 @@ def _replace_durably(path: Path, data: bytes) -> None:
     _fsync_directory(path.parent)
 
 
-def _create(path: str, data: bytes) -> int:
-    """Create ``path`` (it must not exist), write ``data``; the open descriptor is returned for fsync."""
+def _create(path: str, *parts: bytes) -> int:
+    """Create ``path`` (it must not exist) holding ``parts``; the open descriptor is returned for fsync."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(descriptor, view) :]
+        for data in parts:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
     except BaseException:
         os.close(descriptor)
         raise
@@ -161,7 +182,7 @@ def _read_file(path: str, limit: int) -> bytes:
     """Up to ``limit`` bytes of ``path`` (raises FileNotFoundError when absent).
 
     Plain descriptors: a buffered file object costs more than the read
-    itself for the small files this adapter reads several of per load.
+    itself for the small files this adapter reads.
     """
     descriptor = os.open(path, os.O_RDONLY | _O_CLOEXEC)
     try:
@@ -176,6 +197,58 @@ def _read_file(path: str, limit: int) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(descriptor)
+
+
+def _read_generation_file(path: str, *, whole: bool) -> tuple[bytes, bytes]:
+    """A generation file's manifest line, and the bytes after it.
+
+    With ``whole`` the file is read to its end (the payload, for a load or
+    a verifying inspection); otherwise reading stops once the manifest line
+    is complete, so a resolve does not read a large payload. A small
+    generation takes one read either way. Raises FileNotFoundError when the
+    file is absent.
+    """
+    descriptor = os.open(path, os.O_RDONLY | _O_CLOEXEC)
+    try:
+        head = os.read(descriptor, _HEAD_BYTES)
+        end = head.find(b"\n")
+        while end < 0 and len(head) <= _MAX_METADATA_BYTES:
+            chunk = os.read(descriptor, _HEAD_BYTES)
+            if not chunk:
+                break
+            head += chunk
+            end = head.find(b"\n", len(head) - len(chunk))
+        if end < 0:
+            raise _Corrupt("generation has no complete manifest line (truncated or damaged)")
+        line, rest = head[:end], head[end + 1 :]
+        if whole:
+            chunks = [rest]
+            while chunk := os.read(descriptor, 1 << 20):
+                chunks.append(chunk)
+            rest = b"".join(chunks)
+        return line, rest
+    finally:
+        os.close(descriptor)
+
+
+def _parse_document(data: bytes, what: str) -> dict[str, Any]:
+    if len(data) > _MAX_METADATA_BYTES:
+        raise _Corrupt(f"{what} is implausibly large")
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _Corrupt(f"{what} is not valid JSON (truncated or damaged)") from None
+    if not isinstance(document, dict):
+        raise _Corrupt(f"{what} is not a JSON object")
+    return document
+
+
+def _verify_payload(data: bytes, payload: dict[str, Any]) -> None:
+    """The bytes after the manifest line must be exactly the payload it describes."""
+    if len(data) != payload["size"]:
+        raise _Corrupt("payload size differs from its manifest")
+    if hashlib.sha256(data).hexdigest() != payload["sha256"]:
+        raise _Corrupt("payload SHA-256 differs from its manifest")
 
 
 def _now() -> str:
@@ -198,7 +271,9 @@ class FileMaterialization:
             raise FileMaterializationError("FileMaterialization codec must have a name, encode() and decode()")
         self.root = Path(root)
         self._objects, self._refs, self._invalidations = (
-            os.path.join(os.fspath(self.root), folder, "") for folder in ("objects", "refs", "invalidations")
+            # Absolute: the adapter keeps meaning the same folder if the working directory changes.
+            os.path.join(os.path.abspath(self.root), folder, "")
+            for folder in ("objects", "refs", "invalidations")
         )
         self.codec = codec
         # (identity hash, materialization id) -> the manifest entries resolve checked, until load uses them.
@@ -212,33 +287,36 @@ class FileMaterialization:
     # Plain strings: these run several times per load and commit, where
     # pathlib's object construction is a measurable share of the cost.
 
-    def _identity_dir(self, identity_hash: str) -> str:
-        return f"{self._objects}{identity_hash[:2]}{_SEP}{identity_hash}"
+    def _generation_path(self, identity_hash: str, materialization_id: str) -> str:
+        return f"{self._objects}{identity_hash[0]}{_SEP}{identity_hash}.{materialization_id}"
 
     def _reference_path(self, identity_hash: str) -> str:
-        return f"{self._refs}{identity_hash[:2]}{_SEP}{identity_hash}.json"
+        return f"{self._refs}{identity_hash[0]}{_SEP}{identity_hash}.json"
 
     def _ledger_path(self, identity_hash: str) -> str:
-        return f"{self._invalidations}{identity_hash[:2]}{_SEP}{identity_hash}.json"
+        return f"{self._invalidations}{identity_hash[0]}{_SEP}{identity_hash}.json"
 
     # -- reading -------------------------------------------------------------------
 
     def _read_json(self, path: str, what: str) -> dict[str, Any] | None:
+        """The JSON object in ``path``, or None when the file does not exist."""
         try:
             data = _read_file(path, _MAX_METADATA_BYTES + 1)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise _Corrupt(f"{what} cannot be read: {exc.strerror}") from None
-        if len(data) > _MAX_METADATA_BYTES:
-            raise _Corrupt(f"{what} is implausibly large")
+        return _parse_document(data, what)
+
+    def _read_generation(
+        self, identity_hash: str, materialization_id: str, *, whole: bool, missing: str
+    ) -> tuple[bytes, bytes]:
         try:
-            document = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise _Corrupt(f"{what} is not valid JSON (truncated or damaged)") from None
-        if not isinstance(document, dict):
-            raise _Corrupt(f"{what} is not a JSON object")
-        return document
+            return _read_generation_file(self._generation_path(identity_hash, materialization_id), whole=whole)
+        except FileNotFoundError:
+            raise _Corrupt(missing) from None
+        except OSError as exc:
+            raise _Corrupt(f"generation cannot be read: {exc.strerror}") from None
 
     def _check_schema(self, document: dict[str, Any], kind: str, what: str) -> int:
         version = document.get("version")
@@ -289,17 +367,17 @@ class FileMaterialization:
     def _manifest_record(
         self, context: MaterializationContext, identity_hash: str, materialization_id: str, epoch: int, verify: bool
     ) -> MaterializationRecord:
-        generation = f"{self._identity_dir(identity_hash)}{_SEP}{materialization_id}"
-        manifest = self._read_json(f"{generation}{_SEP}manifest.json", "manifest")
-        if manifest is None:
-            raise _Corrupt("reference points to a generation whose manifest is missing")
+        line, rest = self._read_generation(
+            identity_hash, materialization_id, whole=verify, missing="reference points to a generation that is missing"
+        )
+        manifest = _parse_document(line, "manifest")
         manifest_version, manifest_epoch, payload = self._checked_manifest(
             context, identity_hash, materialization_id, manifest
         )
         if manifest_epoch != epoch:
             raise _Corrupt("manifest epoch differs from its reference")
         if verify:
-            self._verified_payload(generation, payload)
+            _verify_payload(rest, payload)
         committed = manifest.get("committed_at")
         try:
             committed_at = dt.datetime.fromisoformat(committed) if isinstance(committed, str) else None
@@ -338,20 +416,6 @@ class FileMaterialization:
             raise _Corrupt("manifest does not describe its payload size")
         return version, epoch, payload
 
-    def _verified_payload(self, generation: str, payload: dict[str, Any]) -> bytes:
-        try:
-            # One byte more than the manifest promises is enough to see a longer file.
-            data = _read_file(f"{generation}{_SEP}payload", payload["size"] + 1)
-        except FileNotFoundError:
-            raise _Corrupt("payload file is missing") from None
-        except OSError as exc:
-            raise _Corrupt(f"payload cannot be read: {exc.strerror}") from None
-        if len(data) != payload["size"]:
-            raise _Corrupt("payload size differs from its manifest")
-        if hashlib.sha256(data).hexdigest() != payload["sha256"]:
-            raise _Corrupt("payload SHA-256 differs from its manifest")
-        return data
-
     # -- the protocol ----------------------------------------------------------------
 
     def resolve(self, context: MaterializationContext) -> MaterializationRecord | None:
@@ -362,8 +426,8 @@ class FileMaterialization:
             return None
         # An attempt loads what it just resolved: hand the checked manifest
         # entries over once (generations are immutable), so load need not
-        # read and check the manifest again. The ledger and the payload are
-        # still checked.
+        # parse and check the manifest line again. The ledger and the
+        # payload are still checked.
         handed = self._resolved
         metadata = record.metadata  # a copy of its values: the caller may change the record's dict
         handed[(context.identity_hash(), record.materialization_id)] = (
@@ -388,18 +452,18 @@ class FileMaterialization:
         materialization_id = record.materialization_id
         if not materialization_id.isalnum():
             raise FileMaterializationError("the record has no valid materialization id")
-        generation = f"{self._identity_dir(identity_hash)}{_SEP}{materialization_id}"
+        line, data = self._read_generation(
+            identity_hash, materialization_id, whole=True, missing="the record's generation is missing"
+        )
         checked = self._resolved.pop((identity_hash, materialization_id), None)
         if checked is not None:
             epoch, payload = checked
         else:
-            manifest = self._read_json(f"{generation}{_SEP}manifest.json", "manifest")
-            if manifest is None:
-                raise _Corrupt("the record's generation has no manifest")
+            manifest = _parse_document(line, "manifest")
             _, epoch, payload = self._checked_manifest(context, identity_hash, materialization_id, manifest)
         if epoch < (self._current_epoch(identity_hash) or 0):
             raise FileMaterializationError("the record was invalidated after it was resolved or collected")
-        data = self._verified_payload(generation, payload)
+        _verify_payload(data, payload)
         try:
             return self.codec.decode(data)
         except Exception as exc:  # noqa: BLE001 - any codec failure is a corrupt payload here
@@ -426,7 +490,7 @@ class FileMaterialization:
             "identity": context.identity(),
             "epoch": epoch,
             "codec": self.codec.name,
-            "payload": {"file": "payload", "size": len(data), "sha256": sha256},
+            "payload": {"size": len(data), "sha256": sha256},
             "committed_at": committed_at,
         }
         reference = {
@@ -440,7 +504,7 @@ class FileMaterialization:
             identity_hash,
             materialization_id,
             data,
-            json.dumps(manifest, indent=1).encode("utf-8"),
+            json.dumps(manifest, separators=(",", ":")).encode("utf-8"),  # one line: no newline inside
             json.dumps(reference).encode("utf-8"),
         )
         return context.record(
@@ -452,33 +516,31 @@ class FileMaterialization:
     def _write_generation(
         self, identity_hash: str, materialization_id: str, payload: bytes, manifest: bytes, reference: bytes
     ) -> None:
-        """Write the generation and the new reference's bytes, make them durable together, then publish.
+        """Write the generation, make it durable, then publish it by renaming the new reference into place.
 
-        Everything is fsynced (concurrently, see `_fsync_all`) before the
-        rename that makes the generation visible, so a reference never names
-        a generation that is not on disk. The rename itself is atomic but not
-        fsynced: after an operating-system crash the previous reference may
-        be back (power loss is outside the guarantee).
+        The generation file and its folder are fsynced (together, see
+        `_fsync_all`) before the rename, so a reference never names a
+        generation that is not on disk. The reference is neither fsynced nor
+        is its folder: the rename is atomic, and after an operating-system
+        crash the previous reference may be back (power loss is outside the
+        guarantee).
         """
-        identity_dir = self._identity_dir(identity_hash)
-        generation = f"{identity_dir}{_SEP}{materialization_id}"
+        generation = self._generation_path(identity_hash, materialization_id)
         reference_path = self._reference_path(identity_hash)
-        temporary = os.path.join(os.path.dirname(reference_path), f".{identity_hash}.json.{materialization_id}.tmp")
+        temporary = f"{reference_path}.{materialization_id}.tmp"
         descriptors: list[int] = []
         try:
             try:
-                os.mkdir(generation)
+                descriptors.append(_create(generation, manifest, b"\n", payload))
             except FileNotFoundError:
-                os.makedirs(generation)
-            descriptors.append(_create(f"{generation}{_SEP}payload", payload))
-            descriptors.append(_create(f"{generation}{_SEP}manifest.json", manifest))
-            descriptors.append(os.open(generation, os.O_RDONLY))
-            descriptors.append(os.open(identity_dir, os.O_RDONLY))
+                _make_folders(os.path.dirname(generation))
+                descriptors.append(_create(generation, manifest, b"\n", payload))
+            descriptors.append(os.open(os.path.dirname(generation), os.O_RDONLY))
             try:
-                descriptors.append(_create(temporary, reference))
+                os.close(_create(temporary, reference))
             except FileNotFoundError:
-                os.makedirs(os.path.dirname(reference_path), exist_ok=True)
-                descriptors.append(_create(temporary, reference))
+                _make_folders(os.path.dirname(reference_path))
+                os.close(_create(temporary, reference))
             _fsync_all(descriptors)
             os.replace(temporary, reference_path)
         except OSError as exc:
