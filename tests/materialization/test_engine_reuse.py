@@ -16,7 +16,6 @@ import hashlib
 import json
 import threading
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -297,7 +296,7 @@ def test_a_plain_consumer_of_a_materialized_asset_receives_the_loaded_output(roo
     assert seen == [["tenant-a"], ["tenant-a"]]
 
 
-def test_a_retried_body_commits_once_after_it_succeeds(root):
+def test_a_retried_body_commits_once_after_it_succeeds(root, files):
     store = FileMaterialization(root)
     registry = AssetRegistry()
     invocations: list[int] = []
@@ -321,8 +320,7 @@ def test_a_retried_body_commits_once_after_it_succeeds(root):
     assert attempt.resolution is Resolution.EXECUTED
     assert len(attempt.invocations) == 2
     assert invocations == [1, 2]
-    generations = list((root / "objects").rglob("manifest.json"))
-    assert len(generations) == 1
+    assert len(files.generations()) == 1
 
 
 def test_many_keys_reuse_concurrently(root):
@@ -631,14 +629,13 @@ def test_an_adapter_returning_a_wrong_record_fails_the_attempt(method, bad_recor
     assert not any(call[0] == "load" for call in adapter.calls)
 
 
-def test_a_file_materialization_load_failure_never_reruns_the_body(root):
+def test_a_file_materialization_load_failure_never_reruns_the_body(root, files):
     store = FileMaterialization(root)
     chain = Chain(store)
     first = chain.flow().run({"partition_keys": ["tenant-a"]})
     up_id = _attempts(first, "up")["tenant-a"].materialization_id
-    identity = _context("up", "tenant-a").identity_hash()
-    payload = root / "objects" / identity[:2] / identity / up_id / "payload"
-    payload.write_bytes(payload.read_bytes() + b" ")
+    generation = files.generation(_context("up", "tenant-a"), up_id)
+    generation.write_bytes(generation.read_bytes() + b" ")  # the payload gains a byte
     chain.calls.clear()
 
     result = chain.flow().run({"partition_keys": ["tenant-a"]})
@@ -1069,15 +1066,12 @@ def test_resource_statistics_count_a_failed_commit_as_a_failed_operation():
     assert stats.failed == 1
 
 
-def test_payloads_on_disk_match_the_attempt_outputs(root):
+def test_payloads_on_disk_match_the_attempt_outputs(root, files):
     store = FileMaterialization(root)
     chain = Chain(store)
     result = chain.flow().run({"partition_keys": ["tenant-a"]})
     up = _attempts(result, "up")["tenant-a"]
-    identity = _context("up", "tenant-a").identity_hash()
-    generation = Path(root) / "objects" / identity[:2] / identity / up.materialization_id
-    payload = (generation / "payload").read_bytes()
-    manifest = json.loads((generation / "manifest.json").read_text())
+    manifest, payload = files.read(files.generation(_context("up", "tenant-a"), up.materialization_id))
     assert manifest["payload"]["sha256"] == hashlib.sha256(payload).hexdigest()
     assert json.loads(payload) == up.output
 
