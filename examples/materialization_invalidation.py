@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     show(store, context, "after the first run")
     stale = store.resolve(context)
     identity = context.identity_hash()  # file names hold this hash, never the key
-    old_reference = (args.root / "refs" / identity[:2] / f"{identity}.json").read_bytes()
+    reference = Path("refs", identity[0], f"{identity}.json")  # the layout is documented
+    old_reference = (args.root / reference).read_bytes()
 
     # Quiesce every run that could use this identity before invalidating it.
     epoch = store.invalidate(context, reason="the price feed republished 2026-08-11")
@@ -99,18 +100,19 @@ def main(argv: list[str] | None = None) -> int:
     show(store, context, "after the rebuild")
     reused = run_once(flow, "next run")
     print(f"new generation: {rebuilt != first}; reused by the next run: {reused == rebuilt}")
-    kept = (args.root / "objects" / identity[:2] / identity / first).is_dir()
+    generation = Path("objects", identity[0])  # one file per generation: <identity>.<materialization id>
+    kept = (args.root / generation / f"{identity}.{first}").is_file()
     print(f"the revoked generation is still on disk: {kept}")  # nothing is deleted
 
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch) / "copy"
         shutil.copytree(args.root, copy)  # the whole root, invalidations/ included
         # Size and SHA-256 are checked before anything is decoded.
-        payload = copy / "objects" / identity[:2] / identity / rebuilt / "payload"
-        payload.write_bytes(payload.read_bytes().replace(b"101.5", b"999.9"))
+        damaged = copy / generation / f"{identity}.{rebuilt}"  # the manifest line, then the payload
+        damaged.write_bytes(damaged.read_bytes().replace(b"[101.5", b"[999.9"))
         show(FileMaterialization(copy), context, "a damaged copy")
         # Putting the pre-invalidation reference back does not revive it: the ledger's epoch wins.
-        (copy / "refs" / identity[:2] / f"{identity}.json").write_bytes(old_reference)
+        (copy / reference).write_bytes(old_reference)
         show(FileMaterialization(copy), context, "the old reference restored")
     return 0
 
