@@ -1,12 +1,14 @@
 """FileMaterialization: commits, generations, schema versions, invalidation,
 inspection and collection (seed 003, SPEC §10 and §14).
 
-Layout (documented in partita.materialization.file)::
+Layout (documented in partita.materialization.file; ``<h>`` is the identity
+hash's first hex digit)::
 
-    objects/<hh>/<identity>/<materialization id>/payload
-    objects/<hh>/<identity>/<materialization id>/manifest.json
-    refs/<hh>/<identity>.json
-    invalidations/<hh>/<identity>.json
+    objects/<h>/<identity>.<materialization id>   manifest (one line of JSON), newline, payload
+    refs/<h>/<identity>.json
+    invalidations/<h>/<identity>.json
+
+Tests reach these files through the ``files`` fixture (conftest.StoreFiles).
 """
 
 from __future__ import annotations
@@ -41,25 +43,6 @@ TENANTS = StaticPartitionDef("tenants", ["tenant-a", "tenant-b", "tenant-c"])
 
 def _hash(context) -> str:
     return context.identity_hash()
-
-
-def _reference_path(root: Path, context) -> Path:
-    identity = _hash(context)
-    return root / "refs" / identity[:2] / f"{identity}.json"
-
-
-def _identity_dir(root: Path, context) -> Path:
-    identity = _hash(context)
-    return root / "objects" / identity[:2] / identity
-
-
-def _generation(root: Path, context, materialization_id: str) -> Path:
-    return _identity_dir(root, context) / materialization_id
-
-
-def _ledger_path(root: Path, context) -> Path:
-    identity = _hash(context)
-    return root / "invalidations" / identity[:2] / f"{identity}.json"
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -176,12 +159,12 @@ def test_an_older_generation_stays_loadable_after_a_newer_commit(root, make_cont
     assert store.load(context, store.resolve(context)) == "new"
 
 
-def test_a_vanished_reference_is_a_miss_but_the_record_in_hand_still_loads(root, make_context):
+def test_a_vanished_reference_is_a_miss_but_the_record_in_hand_still_loads(root, make_context, files):
     # The generation is immutable and not revoked: the record stays loadable.
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, 1)
-    _reference_path(root, context).unlink()
+    files.reference(context).unlink()
     assert store.resolve(context) is None
     assert store.load(context, record) == 1
 
@@ -189,13 +172,16 @@ def test_a_vanished_reference_is_a_miss_but_the_record_in_hand_still_loads(root,
 # -- resolve hands its checked manifest to the load that follows ------------------------------
 
 
-def test_a_load_right_after_resolve_still_checks_the_ledger_and_the_payload(root, make_context):
+def test_a_load_right_after_resolve_still_checks_the_ledger_and_the_payload(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     committed = store.commit(context, {"rows": 3})
     record = store.resolve(context)
-    payload = _generation(root, context, committed.materialization_id) / "payload"
-    payload.write_bytes(payload.read_bytes().replace(b"3", b"4"))  # same size, other bytes
+    generation = files.generation(context, committed.materialization_id)
+    manifest, payload = files.read(generation)
+    damaged = payload.replace(b"3", b"4")
+    assert damaged != payload and len(damaged) == len(payload)  # same size, other bytes
+    files.write(generation, manifest, damaged)  # the manifest line is unchanged
     with pytest.raises(FileMaterializationError, match="SHA-256"):
         store.load(context, record)
 
@@ -207,7 +193,7 @@ def test_a_load_right_after_resolve_still_checks_the_ledger_and_the_payload(root
         store.load(fresh, resolved)
 
 
-def test_the_hand_over_is_used_once_and_ignores_changes_to_the_records_metadata(root, make_context):
+def test_the_hand_over_is_used_once_and_ignores_changes_to_the_records_metadata(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     committed = store.commit(context, {"a": 1})
@@ -215,8 +201,10 @@ def test_the_hand_over_is_used_once_and_ignores_changes_to_the_records_metadata(
     record.metadata["size"] = 0  # the caller's dict: the adapter kept its own copy
     assert store.load(context, record) == {"a": 1}
     # The second load reads the manifest again: damage since the resolve is found.
-    manifest = _generation(root, context, committed.materialization_id) / "manifest.json"
-    manifest.write_bytes(manifest.read_bytes()[:20])
+    generation = files.generation(context, committed.materialization_id)
+    data = generation.read_bytes()
+    offset = files.payload_offset(generation)
+    generation.write_bytes(data[:20] + b"\n" + data[offset:])  # a truncated manifest line, the payload intact
     with pytest.raises(FileMaterializationError, match="manifest"):
         store.load(context, record)
 
@@ -251,29 +239,44 @@ def test_default_codec_is_json(tmp_path):
 # -- layout, manifests, generations ------------------------------------------------------
 
 
-def test_commit_writes_the_documented_layout_with_schema_version_2(root, make_context):
+def test_commit_writes_the_documented_layout_with_schema_version_2(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, {"a": [1, 2]})
     identity = _hash(context)
 
-    reference = _read(_reference_path(root, context))
+    # Exactly one generation file and one reference, each in the folder named
+    # by the identity hash's first hex digit.
+    generation = files.generation(context, record.materialization_id)
+    reference_path = files.reference(context)
+    assert generation.relative_to(root).parts == ("objects", identity[0], f"{identity}.{record.materialization_id}")
+    assert reference_path.relative_to(root).parts == ("refs", identity[0], f"{identity}.json")
+    assert sorted(path for path in root.rglob("*") if path.is_file()) == sorted([generation, reference_path])
+    assert sorted(path.relative_to(root) for path in root.rglob("*") if path.is_dir()) == sorted(
+        Path(part) for part in ("objects", f"objects/{identity[0]}", "refs", f"refs/{identity[0]}")
+    )
+    assert files.generations() == [generation]
+
+    reference = _read(reference_path)
     assert reference["version"] == 2
     assert reference["materialization_id"] == record.materialization_id
     assert reference["identity_hash"] == identity
     assert reference["epoch"] == 0
 
-    generation = _generation(root, context, record.materialization_id)
-    payload = (generation / "payload").read_bytes()
-    manifest = _read(generation / "manifest.json")
+    # The generation is the manifest as one line of compact JSON, a newline,
+    # then exactly the payload's bytes.
+    raw = generation.read_bytes()
+    manifest, payload = files.read(generation)
+    assert raw == json.dumps(manifest, separators=(",", ":")).encode("utf-8") + b"\n" + payload
+    assert files.payload_offset(generation) == len(raw) - len(payload)
     assert manifest["version"] == 2
     assert manifest["materialization_id"] == record.materialization_id
     assert manifest["identity_hash"] == identity
     assert manifest["identity"] == context.identity()
     assert manifest["epoch"] == 0
     assert manifest["codec"] == JsonCodec.name
-    assert manifest["payload"]["size"] == len(payload)
-    assert manifest["payload"]["sha256"] == hashlib.sha256(payload).hexdigest()
+    assert manifest["payload"] == {"size": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}
+    assert payload == JsonCodec().encode({"a": [1, 2]})
     assert JsonCodec().decode(payload) == {"a": [1, 2]}
     assert record.metadata["size"] == len(payload)
     assert record.metadata["sha256"] == hashlib.sha256(payload).hexdigest()
@@ -291,7 +294,9 @@ def test_no_file_name_contains_the_raw_key(root, make_context):
         assert secret not in str(path.relative_to(root))
 
 
-def test_a_second_commit_makes_a_new_generation_and_keeps_the_old_one_byte_for_byte(root, make_context, snapshot):
+def test_a_second_commit_makes_a_new_generation_and_keeps_the_old_one_byte_for_byte(
+    root, make_context, snapshot, files
+):
     store = FileMaterialization(root)
     context = make_context()
     first = store.commit(context, {"generation": 1})
@@ -303,45 +308,56 @@ def test_a_second_commit_makes_a_new_generation_and_keeps_the_old_one_byte_for_b
     objects_after = snapshot(root / "objects")
     for path, digest in objects_before.items():
         assert objects_after[path] == digest, f"{path} changed"
-    generations = sorted(path.name for path in _identity_dir(root, context).iterdir())
-    assert generations == sorted([first.materialization_id, second.materialization_id])
+    assert files.generations() == sorted(
+        files.generation(context, record.materialization_id) for record in (first, second)
+    )
+    assert files.read(files.generation(context, first.materialization_id))[1] == JsonCodec().encode({"generation": 1})
     assert store.resolve(context).materialization_id == second.materialization_id
     assert store.load(context, store.resolve(context)) == {"generation": 2}
 
 
-def test_committing_the_same_output_twice_still_makes_two_generations(root, make_context):
+def test_committing_the_same_output_twice_still_makes_two_generations(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     first = store.commit(context, [1])
     second = store.commit(context, [1])
     assert first.materialization_id != second.materialization_id
     assert first.metadata["sha256"] == second.metadata["sha256"]
-    assert len(list(_identity_dir(root, context).iterdir())) == 2
+    assert files.generations(context) == sorted(
+        files.generation(context, record.materialization_id) for record in (first, second)
+    )
 
 
-def test_the_reference_is_replaced_by_an_atomic_rename(root, make_context, monkeypatch):
+def test_the_reference_is_replaced_by_an_atomic_rename(root, make_context, monkeypatch, files):
     store = FileMaterialization(root)
     context = make_context()
     store.commit(context, 1)
     renames: list[tuple[Path, Path]] = []
+    generations_at_rename: list[list[Path]] = []
     real_replace = os.replace
 
     def recording_replace(source, destination, *args, **kwargs):
         renames.append((Path(source), Path(destination)))
+        generations_at_rename.append(files.generations(context))
         return real_replace(source, destination, *args, **kwargs)
 
     monkeypatch.setattr(os, "replace", recording_replace)
     record = store.commit(context, 2)
 
-    reference = _reference_path(root, context)
+    reference = files.reference(context)
     assert [destination for _, destination in renames] == [reference]
     source = renames[0][0]
+    assert source == reference.with_name(f"{reference.name}.{record.materialization_id}.tmp")
     assert source.parent == reference.parent  # same folder: a rename, not a copy across filesystems
     assert not source.exists()
     assert _read(reference)["materialization_id"] == record.materialization_id
+    # The new generation was complete before the reference was renamed over the old one.
+    generation = files.generation(context, record.materialization_id)
+    assert generation in generations_at_rename[0]
+    assert files.read(generation)[1] == JsonCodec().encode(2)
 
 
-def test_commits_and_invalidations_leave_no_temporary_files(root, make_context):
+def test_commits_and_invalidations_leave_no_temporary_files(root, make_context, files):
     store = FileMaterialization(root)
     contexts = [make_context(partition_key=k, partition_key_text=k) for k in ("tenant-a", "tenant-b")]
     for context in contexts:
@@ -352,30 +368,34 @@ def test_commits_and_invalidations_leave_no_temporary_files(root, make_context):
         store.invalidate(context, reason="again")
     assert _temporary_files(root) == []
     refs = [path for path in (root / "refs").rglob("*") if path.is_file()]
-    assert sorted(refs) == sorted(_reference_path(root, context) for context in contexts)
+    assert sorted(refs) == sorted(files.reference(context) for context in contexts)
+    assert len(files.generations()) == 6
+    ledgers = [path for path in (root / "invalidations").rglob("*") if path.is_file()]
+    assert sorted(ledgers) == sorted(files.ledger(context) for context in contexts)
 
 
 # -- schema version 1 ----------------------------------------------------------------------
 
 
-def _downgrade_to_version_1(root: Path, context, materialization_id: str) -> None:
-    reference_path = _reference_path(root, context)
+def _downgrade_to_version_1(files, context, materialization_id: str) -> None:
+    """Rewrite the reference and the generation's manifest line as schema version 1 (no epoch)."""
+    reference_path = files.reference(context)
     reference = _read(reference_path)
     reference["version"] = 1
-    reference.pop("epoch", None)
+    del reference["epoch"]
     _write(reference_path, reference)
-    manifest_path = _generation(root, context, materialization_id) / "manifest.json"
-    manifest = _read(manifest_path)
+    generation = files.generation(context, materialization_id)
+    manifest, payload = files.read(generation)
     manifest["version"] = 1
-    manifest.pop("epoch", None)
-    _write(manifest_path, manifest)
+    del manifest["epoch"]
+    files.write(generation, manifest, payload)
 
 
-def test_schema_version_1_is_readable_while_no_ledger_exists(root, make_context):
+def test_schema_version_1_is_readable_while_no_ledger_exists(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, {"legacy": True})
-    _downgrade_to_version_1(root, context, record.materialization_id)
+    _downgrade_to_version_1(files, context, record.materialization_id)
 
     resolved = store.resolve(context)
     assert resolved is not None
@@ -388,11 +408,11 @@ def test_schema_version_1_is_readable_while_no_ledger_exists(root, make_context)
     assert [r.materialization_id for r in store.available([context])] == [record.materialization_id]
 
 
-def test_schema_version_1_is_invalidated_once_a_ledger_exists(root, make_context):
+def test_schema_version_1_is_invalidated_once_a_ledger_exists(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, {"legacy": True})
-    _downgrade_to_version_1(root, context, record.materialization_id)
+    _downgrade_to_version_1(files, context, record.materialization_id)
 
     store.invalidate(context, reason="upgrade")
 
@@ -403,16 +423,16 @@ def test_schema_version_1_is_invalidated_once_a_ledger_exists(root, make_context
         store.load(context, record)
 
 
-def test_a_version_1_reference_is_invalidated_by_a_ledger_written_before_it_was_restored(root, make_context):
+def test_a_version_1_reference_is_invalidated_by_a_ledger_written_before_it_was_restored(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, 1)
-    _downgrade_to_version_1(root, context, record.materialization_id)
-    legacy_reference = _reference_path(root, context).read_bytes()
+    _downgrade_to_version_1(files, context, record.materialization_id)
+    legacy_reference = files.reference(context).read_bytes()
     store.invalidate(context, reason="rebuild")
     new = store.commit(context, 2)
     assert store.resolve(context).materialization_id == new.materialization_id
-    _reference_path(root, context).write_bytes(legacy_reference)
+    files.reference(context).write_bytes(legacy_reference)
     assert store.resolve(context) is None
     assert store.inspect(context).state is InspectionState.INVALIDATED
 
@@ -420,7 +440,7 @@ def test_a_version_1_reference_is_invalidated_by_a_ledger_written_before_it_was_
 # -- invalidation --------------------------------------------------------------------------
 
 
-def test_invalidate_revokes_exactly_one_identity(root, make_context, snapshot):
+def test_invalidate_revokes_exactly_one_identity(root, make_context, snapshot, files):
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, "target")
@@ -450,11 +470,11 @@ def test_invalidate_revokes_exactly_one_identity(root, make_context, snapshot):
     # No file is deleted or changed: the ledger is written separately.
     assert snapshot(root / "objects") == objects_before
     assert snapshot(root / "refs") == refs_before
-    assert (_generation(root, context, record.materialization_id) / "payload").exists()
-    assert _ledger_path(root, context).exists()
+    assert files.generation(context, record.materialization_id).is_file()
+    assert files.ledger(context).is_file()
 
 
-def test_repeating_invalidation_creates_a_fresh_epoch(root, make_context, snapshot):
+def test_repeating_invalidation_creates_a_fresh_epoch(root, make_context, snapshot, files):
     store = FileMaterialization(root)
     context = make_context()
     store.commit(context, 1)
@@ -463,7 +483,7 @@ def test_repeating_invalidation_creates_a_fresh_epoch(root, make_context, snapsh
     assert store.invalidate(context, reason="first reason") == 1
     assert store.invalidate(context, reason="second reason") == 2
 
-    ledger = _read(_ledger_path(root, context))
+    ledger = _read(files.ledger(context))
     assert ledger["version"] == 2
     assert ledger["identity_hash"] == _hash(context)
     revocations = ledger["revocations"]
@@ -486,7 +506,7 @@ def test_invalidating_a_missing_identity_revokes_nothing_and_later_commits_are_a
     assert record.metadata["epoch"] == 1
 
 
-def test_a_commit_after_invalidation_is_available_again(root, make_context):
+def test_a_commit_after_invalidation_is_available_again(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     old = store.commit(context, "old")
@@ -502,9 +522,9 @@ def test_a_commit_after_invalidation_is_available_again(root, make_context):
     inspection = store.inspect(context)
     assert inspection.state is InspectionState.AVAILABLE
     assert inspection.record.materialization_id == new.materialization_id
-    assert _read(_reference_path(root, context))["epoch"] == 1
+    assert _read(files.reference(context))["epoch"] == 1
     # The revoked generation is still on disk.
-    assert (_generation(root, context, old.materialization_id) / "payload").exists()
+    assert files.generation(context, old.materialization_id).is_file()
 
 
 def test_a_commit_after_invalidation_is_reused_by_a_later_run(root):
@@ -569,11 +589,11 @@ def test_invalidate_takes_the_reason_by_keyword_only(root, make_context):
         store.invalidate(make_context(), "positional")  # type: ignore[misc]
 
 
-def test_restoring_an_old_reference_does_not_revive_it(root, make_context):
+def test_restoring_an_old_reference_does_not_revive_it(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     store.commit(context, "revoked")
-    reference = _reference_path(root, context)
+    reference = files.reference(context)
     saved = root.parent / "saved-reference.json"
     shutil.copy2(reference, saved)
 
@@ -585,16 +605,16 @@ def test_restoring_an_old_reference_does_not_revive_it(root, make_context):
     assert store.available([context]) == []
 
 
-def test_restoring_a_reference_of_an_earlier_epoch_does_not_revive_it(root, make_context):
+def test_restoring_a_reference_of_an_earlier_epoch_does_not_revive_it(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     store.commit(context, "epoch 0")
     store.invalidate(context, reason="first")
     store.commit(context, "epoch 1")
-    saved = _reference_path(root, context).read_bytes()
+    saved = files.reference(context).read_bytes()
     store.invalidate(context, reason="second")
 
-    _reference_path(root, context).write_bytes(saved)
+    files.reference(context).write_bytes(saved)
 
     assert store.resolve(context) is None
     assert store.inspect(context).state is InspectionState.INVALIDATED
@@ -631,21 +651,23 @@ def test_copying_the_complete_root_preserves_revocation(root, make_context, tmp_
 # -- inspection ------------------------------------------------------------------------------
 
 
-def _corrupt_payload(root: Path, context, record) -> None:
-    payload = _generation(root, context, record.materialization_id) / "payload"
-    data = bytearray(payload.read_bytes())
-    data[0] ^= 0x01
-    payload.write_bytes(bytes(data))
+def _corrupt_payload(files, context, record) -> None:
+    """Flip one bit of the payload's first byte; the manifest line is untouched."""
+    generation = files.generation(context, record.materialization_id)
+    data = bytearray(generation.read_bytes())
+    data[files.payload_offset(generation)] ^= 0x01
+    generation.write_bytes(bytes(data))
 
 
-def _make_incompatible(root: Path, context, record) -> None:
-    manifest_path = _generation(root, context, record.materialization_id) / "manifest.json"
-    manifest = _read(manifest_path)
+def _make_incompatible(files, context, record) -> None:
+    """Rewrite the manifest line with a future schema version; the payload is untouched."""
+    generation = files.generation(context, record.materialization_id)
+    manifest, payload = files.read(generation)
     manifest["version"] = 99
-    _write(manifest_path, manifest)
+    files.write(generation, manifest, payload)
 
 
-def test_inspect_reports_every_state_without_mutating_the_root(root, make_context):
+def test_inspect_reports_every_state_without_mutating_the_root(root, make_context, files):
     store = FileMaterialization(root)
     available = make_context(partition_key="a", partition_key_text="a")
     missing = make_context(partition_key="b", partition_key_text="b")
@@ -655,8 +677,8 @@ def test_inspect_reports_every_state_without_mutating_the_root(root, make_contex
     available_record = store.commit(available, "ok")
     store.commit(invalidated, "revoked")
     store.invalidate(invalidated, reason="bad")
-    _corrupt_payload(root, corrupt, store.commit(corrupt, "damaged"))
-    _make_incompatible(root, incompatible, store.commit(incompatible, "future"))
+    _corrupt_payload(files, corrupt, store.commit(corrupt, "damaged"))
+    _make_incompatible(files, incompatible, store.commit(incompatible, "future"))
     before = _full_snapshot(root)
 
     states = {
@@ -735,22 +757,22 @@ def test_available_inspects_only_the_given_contexts(root, make_context):
     assert [r.materialization_id for r in store.available([selected])] == [record.materialization_id]
 
 
-def test_available_raises_on_a_corrupt_selected_record(root, make_context):
+def test_available_raises_on_a_corrupt_selected_record(root, make_context, files):
     store = FileMaterialization(root)
     good = make_context(partition_key="k1", partition_key_text="k1")
     bad = make_context(partition_key="k2", partition_key_text="k2")
     store.commit(good, 1)
-    _corrupt_payload(root, bad, store.commit(bad, 2))
+    _corrupt_payload(files, bad, store.commit(bad, 2))
     with pytest.raises(FileMaterializationError, match=r"contexts\[1\]"):
         store.available([good, bad])
 
 
-def test_available_raises_on_an_incompatible_selected_record(root, make_context):
+def test_available_raises_on_an_incompatible_selected_record(root, make_context, files):
     store = FileMaterialization(root)
     good = make_context(partition_key="k1", partition_key_text="k1")
     bad = make_context(partition_key="k2", partition_key_text="k2")
     store.commit(good, 1)
-    _make_incompatible(root, bad, store.commit(bad, 2))
+    _make_incompatible(files, bad, store.commit(bad, 2))
     with pytest.raises(FileMaterializationError, match="incompatible"):
         store.available([bad, good])
 
