@@ -6,12 +6,21 @@ rerunning the producer. A commit publishes by replacing a small reference to
 an immutable generation: a crash leaves the previous state visible plus an
 orphan generation, and racing writers each keep their generation while the
 last reference replacement wins.
+
+Layout (``<h>`` is the identity hash's first hex digit; tests reach these
+files through the ``files`` fixture, conftest.StoreFiles)::
+
+    objects/<h>/<identity>.<materialization id>   manifest (one line of JSON), newline, payload
+    refs/<h>/<identity>.json
+    invalidations/<h>/<identity>.json
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -41,29 +50,6 @@ from partita import (
 TENANTS = StaticPartitionDef("tenants", ["tenant-a", "tenant-b"])
 
 
-def _reference_path(root: Path, context: MaterializationContext) -> Path:
-    identity = context.identity_hash()
-    return root / "refs" / identity[:2] / f"{identity}.json"
-
-
-def _identity_dir(root: Path, context: MaterializationContext) -> Path:
-    identity = context.identity_hash()
-    return root / "objects" / identity[:2] / identity
-
-
-def _ledger_path(root: Path, context: MaterializationContext) -> Path:
-    identity = context.identity_hash()
-    return root / "invalidations" / identity[:2] / f"{identity}.json"
-
-
-def _manifest_path(root: Path, context: MaterializationContext, materialization_id: str) -> Path:
-    return _identity_dir(root, context) / materialization_id / "manifest.json"
-
-
-def _payload_path(root: Path, context: MaterializationContext, materialization_id: str) -> Path:
-    return _identity_dir(root, context) / materialization_id / "payload"
-
-
 def _read(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text("utf-8"))
 
@@ -72,24 +58,36 @@ def _write(path: Path, document: Any) -> None:
     path.write_text(json.dumps(document), "utf-8")
 
 
-def _load_by_manifest(generation: Path, codec: Any = None) -> Any:
-    """Verify one generation from its own manifest and decode it (no reference involved)."""
-    manifest = _read(generation / "manifest.json")
-    payload = (generation / "payload").read_bytes()
-    assert manifest["materialization_id"] == generation.name
-    assert manifest["payload"]["size"] == len(payload)
-    assert manifest["payload"]["sha256"] == hashlib.sha256(payload).hexdigest()
+def _tamper_manifest(files: Any, generation: Path, change: Any) -> None:
+    """Rewrite a generation's manifest line through ``change(manifest)``, keeping its payload bytes."""
+    manifest, payload = files.read(generation)
+    change(manifest)
+    files.write(generation, manifest, payload)
+    assert files.read(generation)[1] == payload
+
+
+def _load_by_manifest(files: Any, generation: Path, codec: Any = None) -> Any:
+    """Verify one generation file from its own manifest line and decode it (no reference involved)."""
+    manifest, payload = files.read(generation)
+    assert generation.name == f"{manifest['identity_hash']}.{manifest['materialization_id']}"
+    assert manifest["payload"] == {"size": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}
     return (codec or JsonCodec()).decode(payload)
 
 
-def _current_id(root: Path, context: MaterializationContext) -> str:
-    return _read(_reference_path(root, context))["materialization_id"]
+def _temporary_reference(files: Any, context: MaterializationContext, materialization_id: str) -> Path:
+    """Where a commit writes its new reference before renaming it into place."""
+    reference = files.reference(context)
+    return reference.with_name(f"{reference.name}.{materialization_id}.tmp")
 
 
-def _flip_one_byte(path: Path, position: int = 0) -> None:
-    data = bytearray(path.read_bytes())
-    data[position] ^= 0x20
-    path.write_bytes(bytes(data))
+def _flip_payload_byte(files: Any, generation: Path, position: int = 0) -> None:
+    """Flip one byte of the payload part (``position`` counts within the payload), leaving the manifest line."""
+    data = bytearray(generation.read_bytes())
+    offset = files.payload_offset(generation)
+    index = offset + position if position >= 0 else len(data) + position
+    assert offset <= index < len(data), "the flipped byte must lie in the payload part"
+    data[index] ^= 0x20
+    generation.write_bytes(bytes(data))
 
 
 def _tenant_context(asset_name: str, key: str, inputs: tuple[str, ...] = ()) -> MaterializationContext:
@@ -146,29 +144,34 @@ def _assert_failed_without_body(result, pipeline: Pipeline, calls_before: int) -
 
 
 @pytest.mark.parametrize("position", [0, -1, 5])
-def test_a_flipped_payload_byte_is_corrupt(root, make_context, position):
+def test_a_flipped_payload_byte_is_corrupt(root, make_context, files, position):
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, {"value": "some committed output"})
-    _flip_one_byte(_payload_path(root, context, record.materialization_id), position)
+    generation = files.generation(context, record.materialization_id)
+    manifest_before = files.read(generation)[0]
+    _flip_payload_byte(files, generation, position)
+    assert files.read(generation)[0] == manifest_before  # only the payload part changed
 
-    with pytest.raises(FileMaterializationError, match="SHA-256"):
+    with pytest.raises(FileMaterializationError, match="SHA-256") as raised:
         store.load(context, store.resolve(context))
+    assert raised.value.state == "corrupt"
     inspection = store.inspect(context)
     assert inspection.state is InspectionState.CORRUPT
     assert inspection.record is None
-    with pytest.raises(FileMaterializationError):
+    assert "SHA-256" in inspection.detail
+    with pytest.raises(FileMaterializationError, match="corrupt"):
         store.available([context])
 
 
-def test_a_flipped_payload_byte_fails_the_run_attempt_without_rerunning_the_body(root):
+def test_a_flipped_payload_byte_fails_the_run_attempt_without_rerunning_the_body(root, files):
     store = FileMaterialization(root)
     pipeline = Pipeline(store)
     first = pipeline.run()
     assert first.status is RunStatus.SUCCESS
     produced = first.tasks["producer"].attempts[0]
     context = _tenant_context("producer", "tenant-a")
-    _flip_one_byte(_payload_path(root, context, produced.materialization_id))
+    _flip_payload_byte(files, files.generation(context, produced.materialization_id))
     calls_before = len(pipeline.calls)
 
     second = pipeline.run()
@@ -176,47 +179,84 @@ def test_a_flipped_payload_byte_fails_the_run_attempt_without_rerunning_the_body
     _assert_failed_without_body(second, pipeline, calls_before)
 
 
-def test_a_truncated_payload_is_corrupt(root, make_context):
+@pytest.mark.parametrize(
+    "keep",
+    [
+        lambda data, offset: data[:-1],
+        lambda data, offset: data[:offset],  # the file ends right after the manifest line's newline
+    ],
+    ids=["one-byte-short", "payload-part-missing"],
+)
+def test_a_truncated_payload_is_corrupt(root, make_context, files, keep):
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, [1, 2, 3])
-    payload = _payload_path(root, context, record.materialization_id)
-    payload.write_bytes(payload.read_bytes()[:-1])
-    assert store.inspect(context).state is InspectionState.CORRUPT
-    with pytest.raises(FileMaterializationError, match="size"):
+    generation = files.generation(context, record.materialization_id)
+    manifest_before = files.read(generation)[0]
+    generation.write_bytes(keep(generation.read_bytes(), files.payload_offset(generation)))
+    assert files.read(generation)[0] == manifest_before  # the manifest line is intact
+
+    inspection = store.inspect(context)
+    assert inspection.state is InspectionState.CORRUPT
+    assert inspection.detail == "payload size differs from its manifest"
+    with pytest.raises(FileMaterializationError, match="payload size differs") as raised:
         store.load(context, record)
+    assert raised.value.state == "corrupt"
+    with pytest.raises(FileMaterializationError, match="corrupt"):
+        store.available([context])
 
 
-def test_a_missing_payload_is_corrupt(root, make_context):
+@pytest.mark.parametrize("extra", [b"x", b"\n", b"[1,2,3]"], ids=["one-byte", "newline", "a-second-payload"])
+def test_bytes_appended_after_the_payload_are_corrupt(root, make_context, files, extra):
     store = FileMaterialization(root)
     context = make_context()
-    record = store.commit(context, [1])
-    _payload_path(root, context, record.materialization_id).unlink()
-    assert store.inspect(context).state is InspectionState.CORRUPT
-    with pytest.raises(FileMaterializationError):
+    record = store.commit(context, [1, 2, 3])
+    generation = files.generation(context, record.materialization_id)
+    with generation.open("ab") as appending:
+        appending.write(extra)
+
+    inspection = store.inspect(context)
+    assert inspection.state is InspectionState.CORRUPT
+    assert inspection.detail == "payload size differs from its manifest"
+    with pytest.raises(FileMaterializationError, match="payload size differs"):
         store.load(context, record)
 
 
-def test_a_truncated_manifest_is_corrupt(root, make_context):
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        # The file ends inside the manifest line: no newline and no payload.
+        (lambda data, offset: data[: (offset - 1) // 2], "no complete manifest line"),
+        # The manifest line is cut short but still ends in a newline before an intact payload.
+        (lambda data, offset: data[: (offset - 1) // 2] + b"\n" + data[offset:], "manifest is not valid JSON"),
+        # The newline between the manifest line and the payload is lost.
+        (lambda data, offset: data[: offset - 1] + data[offset:], "no complete manifest line"),
+    ],
+    ids=["file-ends-inside-the-line", "line-cut-payload-kept", "newline-lost"],
+)
+def test_a_truncated_or_unterminated_manifest_line_is_corrupt(root, make_context, files, damage, message):
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, {"a": 1})
-    manifest = _manifest_path(root, context, record.materialization_id)
-    manifest.write_bytes(manifest.read_bytes()[: len(manifest.read_bytes()) // 2])
+    generation = files.generation(context, record.materialization_id)
+    generation.write_bytes(damage(generation.read_bytes(), files.payload_offset(generation)))
 
-    with pytest.raises(FileMaterializationError):
+    with pytest.raises(FileMaterializationError, match=message) as raised:
         store.resolve(context)
-    with pytest.raises(FileMaterializationError):
+    assert raised.value.state == "corrupt"
+    with pytest.raises(FileMaterializationError, match=message):
         store.load(context, record)
-    assert store.inspect(context).state is InspectionState.CORRUPT
+    inspection = store.inspect(context)
+    assert inspection.state is InspectionState.CORRUPT
+    assert message in inspection.detail
 
 
-def test_a_truncated_manifest_fails_the_run_attempt(root):
+def test_a_truncated_manifest_fails_the_run_attempt(root, files):
     store = FileMaterialization(root)
     pipeline = Pipeline(store)
     produced = pipeline.run().tasks["producer"].attempts[0]
-    manifest = _manifest_path(root, _tenant_context("producer", "tenant-a"), produced.materialization_id)
-    manifest.write_bytes(manifest.read_bytes()[:10])
+    generation = files.generation(_tenant_context("producer", "tenant-a"), produced.materialization_id)
+    generation.write_bytes(generation.read_bytes()[:10])  # the file ends inside the manifest line
     calls_before = len(pipeline.calls)
     _assert_failed_without_body(pipeline.run(), pipeline, calls_before)
 
@@ -233,56 +273,65 @@ def test_a_truncated_manifest_fails_the_run_attempt(root):
     ],
     ids=["size-type", "no-sha", "no-payload", "other-id", "other-identity", "other-epoch"],
 )
-def test_a_manifest_that_does_not_describe_its_generation_is_corrupt(root, make_context, damage):
+def test_a_manifest_that_does_not_describe_its_generation_is_corrupt(root, make_context, files, damage):
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, 1)
-    path = _manifest_path(root, context, record.materialization_id)
-    manifest = _read(path)
-    damage(manifest)
-    _write(path, manifest)
+    _tamper_manifest(files, files.generation(context, record.materialization_id), damage)
     assert store.inspect(context).state is InspectionState.CORRUPT
-    with pytest.raises(FileMaterializationError):
+    with pytest.raises(FileMaterializationError) as raised:
         store.resolve(context)
+    assert raised.value.state == "corrupt"
 
 
-def test_a_manifest_with_a_malformed_commit_time_is_corrupt(root, make_context):
+def test_a_manifest_with_a_malformed_commit_time_is_corrupt(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, 1)
-    path = _manifest_path(root, context, record.materialization_id)
-    manifest = _read(path)
-    manifest["committed_at"] = "not a timestamp"
-    _write(path, manifest)
+    _tamper_manifest(
+        files, files.generation(context, record.materialization_id), lambda m: m.update(committed_at="not a timestamp")
+    )
     assert store.inspect(context).state is InspectionState.CORRUPT
-    with pytest.raises(FileMaterializationError):
+    with pytest.raises(FileMaterializationError, match="commit time"):
         store.resolve(context)
 
 
-def test_a_reference_to_a_missing_generation_is_corrupt_not_a_miss(root, make_context):
+def test_a_reference_to_a_missing_generation_is_corrupt_not_a_miss(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     store.commit(context, 1)
-    reference_path = _reference_path(root, context)
+    reference_path = files.reference(context)
     reference = _read(reference_path)
     reference["materialization_id"] = "f" * 32
     _write(reference_path, reference)
+    assert not files.generation(context, "f" * 32).exists()
 
-    with pytest.raises(FileMaterializationError, match="manifest is missing"):
+    with pytest.raises(FileMaterializationError, match="reference points to a generation that is missing") as raised:
         store.resolve(context)
-    assert store.inspect(context).state is InspectionState.CORRUPT
+    assert raised.value.state == "corrupt"
+    inspection = store.inspect(context)
+    assert inspection.state is InspectionState.CORRUPT
+    assert inspection.detail == "reference points to a generation that is missing"
 
 
-def test_a_reference_whose_generation_folder_was_removed_is_corrupt(root, make_context):
-    import shutil
-
+@pytest.mark.parametrize("removed", ["generation-file", "objects-folder"])
+def test_a_reference_whose_generation_file_was_removed_is_corrupt(root, make_context, files, removed):
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, 1)
-    shutil.rmtree(_identity_dir(root, context) / record.materialization_id)
-    with pytest.raises(FileMaterializationError):
+    generation = files.generation(context, record.materialization_id)
+    if removed == "generation-file":
+        generation.unlink()
+    else:
+        shutil.rmtree(generation.parent)  # objects/<h>: every generation of the identities sharing the digit
+    assert files.reference(context).exists()
+
+    with pytest.raises(FileMaterializationError, match="reference points to a generation that is missing"):
         store.resolve(context)
     assert store.inspect(context).state is InspectionState.CORRUPT
+    with pytest.raises(FileMaterializationError, match="the record's generation is missing") as raised:
+        store.load(context, record)
+    assert raised.value.state == "corrupt"
 
 
 @pytest.mark.parametrize(
@@ -298,11 +347,11 @@ def test_a_reference_whose_generation_folder_was_removed_is_corrupt(root, make_c
     ],
     ids=["empty", "truncated", "array", "not-utf8", "other-identity", "bad-id", "bad-epoch"],
 )
-def test_a_malformed_reference_is_corrupt(root, make_context, reference):
+def test_a_malformed_reference_is_corrupt(root, make_context, files, reference):
     store = FileMaterialization(root)
     context = make_context()
     store.commit(context, 1)
-    path = _reference_path(root, context)
+    path = files.reference(context)
     document = _read(path)
     if reference is None:
         document["identity_hash"] = "0" * 64
@@ -315,23 +364,22 @@ def test_a_malformed_reference_is_corrupt(root, make_context, reference):
         _write(path, document)
     else:
         path.write_bytes(reference)
-    with pytest.raises(FileMaterializationError):
+    with pytest.raises(FileMaterializationError) as raised:
         store.resolve(context)
+    assert raised.value.state == "corrupt"
     assert store.inspect(context).state is InspectionState.CORRUPT
 
 
-def test_a_manifest_with_an_unknown_schema_version_is_incompatible(root, make_context):
+def test_a_manifest_with_an_unknown_schema_version_is_incompatible(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, 1)
-    path = _manifest_path(root, context, record.materialization_id)
-    manifest = _read(path)
-    manifest["version"] = 99
-    _write(path, manifest)
+    _tamper_manifest(files, files.generation(context, record.materialization_id), lambda m: m.update(version=99))
 
-    with pytest.raises(FileMaterializationError, match="99"):
+    with pytest.raises(FileMaterializationError, match="99") as raised:
         store.resolve(context)
-    with pytest.raises(FileMaterializationError):
+    assert raised.value.state == "incompatible"
+    with pytest.raises(FileMaterializationError, match="99"):
         store.load(context, record)
     inspection = store.inspect(context)
     assert inspection.state is InspectionState.INCOMPATIBLE
@@ -339,67 +387,72 @@ def test_a_manifest_with_an_unknown_schema_version_is_incompatible(root, make_co
 
 
 @pytest.mark.parametrize("version", [99, 0, "2", None, True])
-def test_a_reference_with_an_unknown_schema_version_is_incompatible(root, make_context, version):
+def test_a_reference_with_an_unknown_schema_version_is_incompatible(root, make_context, files, version):
     store = FileMaterialization(root)
     context = make_context()
     store.commit(context, 1)
-    path = _reference_path(root, context)
+    path = files.reference(context)
     reference = _read(path)
     reference["version"] = version
     _write(path, reference)
-    with pytest.raises(FileMaterializationError):
+    with pytest.raises(FileMaterializationError) as raised:
         store.resolve(context)
+    assert raised.value.state == "incompatible"
     assert store.inspect(context).state is InspectionState.INCOMPATIBLE
 
 
-def test_a_manifest_of_another_schema_kind_is_incompatible(root, make_context):
+def test_a_manifest_of_another_schema_kind_is_incompatible(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     record = store.commit(context, 1)
-    path = _manifest_path(root, context, record.materialization_id)
-    manifest = _read(path)
-    manifest["schema"] = "somebody.else"
-    _write(path, manifest)
-    assert store.inspect(context).state is InspectionState.INCOMPATIBLE
+    _tamper_manifest(
+        files, files.generation(context, record.materialization_id), lambda m: m.update(schema="somebody.else")
+    )
+    inspection = store.inspect(context)
+    assert inspection.state is InspectionState.INCOMPATIBLE
+    assert "somebody.else" in inspection.detail
 
 
-def test_a_ledger_that_is_not_valid_json_is_an_error(root, make_context):
+def test_a_ledger_that_is_not_valid_json_is_an_error(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     store.commit(context, 1)
     store.invalidate(context, reason="bad")
-    _ledger_path(root, context).write_bytes(b'{"revocations": [')
+    files.ledger(context).write_bytes(b'{"revocations": [')
 
     with pytest.raises(FileMaterializationError, match="ledger"):
         store.resolve(context)
     assert store.inspect(context).state is InspectionState.CORRUPT
     with pytest.raises(FileMaterializationError):
         store.available([context])
-    with pytest.raises(FileMaterializationError):
+    generations_before = files.generations(context)
+    with pytest.raises(FileMaterializationError, match="ledger"):
         store.commit(context, 2)
-    with pytest.raises(FileMaterializationError):
+    assert files.generations(context) == generations_before  # the failed commit wrote no generation
+    with pytest.raises(FileMaterializationError, match="ledger"):
         store.invalidate(context, reason="again")
 
 
-def test_a_ledger_of_an_unknown_schema_version_is_incompatible(root, make_context):
+def test_a_ledger_of_an_unknown_schema_version_is_incompatible(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     store.commit(context, 1)
     store.invalidate(context, reason="bad")
-    ledger = _read(_ledger_path(root, context))
+    ledger = _read(files.ledger(context))
     ledger["version"] = 99
-    _write(_ledger_path(root, context), ledger)
-    with pytest.raises(FileMaterializationError):
+    _write(files.ledger(context), ledger)
+    with pytest.raises(FileMaterializationError, match="99") as raised:
         store.resolve(context)
+    assert raised.value.state == "incompatible"
     assert store.inspect(context).state is InspectionState.INCOMPATIBLE
 
 
-def test_a_broken_ledger_fails_the_run_attempt(root):
+def test_a_broken_ledger_fails_the_run_attempt(root, files):
     store = FileMaterialization(root)
     pipeline = Pipeline(store)
     pipeline.run()
     context = _tenant_context("producer", "tenant-a")
-    path = _ledger_path(root, context)
+    path = files.ledger(context)
     path.parent.mkdir(parents=True)
     path.write_bytes(b"not json at all")
     calls_before = len(pipeline.calls)
@@ -408,8 +461,14 @@ def test_a_broken_ledger_fails_the_run_attempt(root):
 
 # -- crashes ------------------------------------------------------------------------------------
 
+# A commit creates the generation file, opens its objects/<h> folder, writes the
+# temporary reference refs/<h>/<identity>.json.<id>.tmp, fsyncs the generation
+# and the folder together (one `_fsync_all` call), then renames the temporary
+# reference over refs/<h>/<identity>.json. The child is killed either just after
+# that fsync ("adapter") or at the rename itself ("os"); each reports what it saw.
 _KILLED_COMMIT = textwrap.dedent(
     """
+    import json
     import os
     import sys
     import partita.materialization.file as file_module
@@ -420,16 +479,23 @@ _KILLED_COMMIT = textwrap.dedent(
         asset_name="orders", version="1", partition_domain="static:tenants",
         partition_key="tenant-a", partition_key_text="tenant-a", partition_key_present=True,
     )
+
+    def report(**facts):
+        sys.stdout.write(json.dumps(facts) + "\\n")
+        sys.stdout.flush()
+
     if mode == "adapter":
         real = file_module._fsync_all
         def dying(descriptors):
             real(descriptors)
+            report(fsynced=[[os.fstat(d).st_dev, os.fstat(d).st_ino] for d in descriptors])
             os._exit(9)  # killed once the generation is durable, before the reference is replaced
         file_module._fsync_all = dying
     else:
         real_replace = os.replace
         def dying_replace(source, destination, *args, **kwargs):
-            if "refs" in str(destination):
+            if os.path.basename(os.path.dirname(os.path.dirname(os.fspath(destination)))) == "refs":
+                report(renaming=[os.fspath(source), os.fspath(destination)])
                 os._exit(9)  # the new reference is written to a temporary file, never renamed
             return real_replace(source, destination, *args, **kwargs)
         os.replace = dying_replace
@@ -449,51 +515,76 @@ def _killed_commit(root: Path, mode: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _check_killed_commit(
+    files: Any, context: MaterializationContext, completed: subprocess.CompletedProcess[str], mode: str, orphan: Path
+) -> None:
+    """The child died where ``mode`` says, after the orphan generation was complete and durable."""
+    assert completed.returncode == 9, completed.stderr
+    assert "the commit finished" not in completed.stdout
+    (line,) = completed.stdout.splitlines()
+    facts = json.loads(line)
+    orphan_id = files.read(orphan)[0]["materialization_id"]
+    if mode == "adapter":
+        # One fsync call covered exactly the generation file and its objects/<h> folder.
+        assert facts["fsynced"] == [[os.stat(path).st_dev, os.stat(path).st_ino] for path in (orphan, orphan.parent)]
+    else:
+        # The only rename attempted was the temporary reference over the reference.
+        assert [Path(path) for path in facts["renaming"]] == [
+            _temporary_reference(files, context, orphan_id),
+            files.reference(context),
+        ]
+    # Either way the temporary reference is left behind, naming the orphan, never renamed.
+    stray = _temporary_reference(files, context, orphan_id)
+    assert _read(stray)["materialization_id"] == orphan_id
+
+
 @pytest.mark.parametrize("mode", ["adapter", "os"])
-def test_a_process_killed_before_the_reference_keeps_the_previous_generation(root, make_context, mode):
+def test_a_process_killed_before_the_reference_keeps_the_previous_generation(root, make_context, files, mode):
     store = FileMaterialization(root)
     context = make_context()
     previous = store.commit(context, {"from": "the previous commit"})
+    previous_generation = files.generation(context, previous.materialization_id)
 
     completed = _killed_commit(root, mode)
 
-    assert completed.returncode == 9, completed.stderr
-    assert "the commit finished" not in completed.stdout
+    orphans = [path for path in files.generations(context) if path != previous_generation]
+    assert len(orphans) == 1
+    (orphan,) = orphans
+    _check_killed_commit(files, context, completed, mode, orphan)
+    assert files.current_id(context) == previous.materialization_id
     resolved = store.resolve(context)
     assert resolved is not None and resolved.materialization_id == previous.materialization_id
     assert store.load(context, resolved) == {"from": "the previous commit"}
     assert store.inspect(context).state is InspectionState.AVAILABLE
-    generations = {path.name: path for path in _identity_dir(root, context).iterdir()}
-    orphans = set(generations) - {previous.materialization_id}
-    assert len(orphans) == 1
-    (orphan,) = orphans
-    assert _load_by_manifest(generations[orphan]) == {"from": "the killed process"}
-    # A later commit works normally despite the orphan (and any stray temporary file).
+    assert _load_by_manifest(files, orphan) == {"from": "the killed process"}
+    # A later commit works normally despite the orphan and the stray temporary reference.
     later = store.commit(context, "later")
     assert store.load(context, store.resolve(context)) == "later"
-    assert later.materialization_id not in orphans
+    assert files.generation(context, later.materialization_id) not in orphans
+    assert _load_by_manifest(files, orphan) == {"from": "the killed process"}
 
 
 @pytest.mark.parametrize("mode", ["adapter", "os"])
-def test_a_process_killed_before_the_first_reference_leaves_a_miss(root, make_context, mode):
+def test_a_process_killed_before_the_first_reference_leaves_a_miss(root, make_context, files, mode):
     store = FileMaterialization(root)
     context = make_context()
 
     completed = _killed_commit(root, mode)
 
-    assert completed.returncode == 9, completed.stderr
+    generations = files.generations(context)
+    assert len(generations) == 1
+    _check_killed_commit(files, context, completed, mode, generations[0])
+    assert not files.reference(context).exists()
     assert store.resolve(context) is None
     assert store.inspect(context).state is InspectionState.MISSING
     assert store.available([context]) == []
-    generations = list(_identity_dir(root, context).iterdir())
-    assert len(generations) == 1
-    assert _load_by_manifest(generations[0]) == {"from": "the killed process"}
+    assert _load_by_manifest(files, generations[0]) == {"from": "the killed process"}
 
 
 # -- racing writers -------------------------------------------------------------------------------
 
 
-def test_the_last_reference_replacement_wins_between_threads(root, make_context, monkeypatch):
+def test_the_last_reference_replacement_wins_between_threads(root, make_context, files, monkeypatch):
     """The slow writer finishes its generation first but replaces the reference last."""
     store = FileMaterialization(root)
     context = make_context()
@@ -519,23 +610,31 @@ def test_the_last_reference_replacement_wins_between_threads(root, make_context,
     thread.start()
     try:
         assert reached.wait(timeout=60)
+        (slow_generation,) = files.generations(context)  # durable, not yet referenced
         fast = store.commit(context, {"writer": "fast"})
-        assert _current_id(root, context) == fast.materialization_id
+        assert files.current_id(context) == fast.materialization_id
+        # The slow writer's temporary reference is its own: the fast commit neither used nor removed it.
+        slow_id = files.read(slow_generation)[0]["materialization_id"]
+        assert list(files.reference(context).parent.glob("*.tmp")) == [_temporary_reference(files, context, slow_id)]
     finally:
         release.set()
         thread.join(timeout=60)
     slow_record = results["slow"]
     assert not isinstance(slow_record, BaseException), slow_record
+    assert slow_record.materialization_id == slow_id
 
     resolved = store.resolve(context)
     assert resolved.materialization_id == slow_record.materialization_id
     assert store.load(context, resolved) == {"writer": "slow"}
-    generations = _identity_dir(root, context)
-    assert _load_by_manifest(generations / fast.materialization_id) == {"writer": "fast"}
-    assert _load_by_manifest(generations / slow_record.materialization_id) == {"writer": "slow"}
+    assert files.generations(context) == sorted(
+        files.generation(context, record.materialization_id) for record in (fast, slow_record)
+    )
+    assert _load_by_manifest(files, files.generation(context, fast.materialization_id)) == {"writer": "fast"}
+    assert _load_by_manifest(files, slow_generation) == {"writer": "slow"}
+    assert list(root.rglob("*.tmp")) == []
 
 
-def test_many_threads_racing_on_one_identity_keep_every_generation(root, make_context):
+def test_many_threads_racing_on_one_identity_keep_every_generation(root, make_context, files):
     store = FileMaterialization(root)
     context = make_context()
     writers = 8
@@ -558,8 +657,9 @@ def test_many_threads_racing_on_one_identity_keep_every_generation(root, make_co
     resolved = store.resolve(context)
     assert resolved.materialization_id in by_id
     assert store.load(context, resolved) == {"writer": by_id[resolved.materialization_id]}
+    assert files.generations(context) == sorted(files.generation(context, i) for i in by_id)
     for materialization_id, number in by_id.items():
-        assert _load_by_manifest(_identity_dir(root, context) / materialization_id) == {"writer": number}
+        assert _load_by_manifest(files, files.generation(context, materialization_id)) == {"writer": number}
     assert [p for p in root.rglob("*") if p.is_file() and p.name.endswith(".tmp")] == []
 
 
@@ -582,7 +682,7 @@ _WRITER = textwrap.dedent(
 )
 
 
-def test_two_processes_racing_on_one_identity(root, make_context):
+def test_two_processes_racing_on_one_identity(root, make_context, files):
     context = make_context()
     count = 5
     processes = {
@@ -610,11 +710,14 @@ def test_two_processes_racing_on_one_identity(root, make_context):
     assert resolved.materialization_id in {ids[-1] for ids in outputs.values()}
     winner = next(name for name, ids in outputs.items() if ids[-1] == resolved.materialization_id)
     assert store.load(context, resolved) == {"writer": winner, "n": count - 1}
-    generations = _identity_dir(root, context)
-    assert len(list(generations.iterdir())) == 2 * count
+    assert len(files.generations(context)) == 2 * count
+    assert files.generations(context) == sorted(
+        files.generation(context, materialization_id) for ids in outputs.values() for materialization_id in ids
+    )
     for name, ids in outputs.items():
         for n, materialization_id in enumerate(ids):
-            assert _load_by_manifest(generations / materialization_id) == {"writer": name, "n": n}
+            assert _load_by_manifest(files, files.generation(context, materialization_id)) == {"writer": name, "n": n}
+    assert list(root.rglob("*.tmp")) == []
 
 
 # -- codecs ---------------------------------------------------------------------------------------
@@ -644,13 +747,14 @@ class OtherJsonCodec(JsonCodec):
     name = "other-json/1"
 
 
-def test_a_codec_that_raises_on_encode_fails_the_commit(root, make_context):
+def test_a_codec_that_raises_on_encode_fails_the_commit(root, make_context, files):
     store = FileMaterialization(root, codec=ExplodingCodec())
     context = make_context()
     with pytest.raises(FileMaterializationError, match="encode"):
         store.commit(context, {"a": 1})
     assert store.resolve(context) is None
-    assert not _reference_path(root, context).exists()
+    assert not files.reference(context).exists()
+    assert files.generations() == []  # nothing was written: encoding comes before any file
 
 
 def test_json_codec_rejection_fails_the_commit(root, make_context):
