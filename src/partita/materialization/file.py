@@ -27,14 +27,12 @@ no ledger exists for the identity.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import datetime as dt
 import enum
 import hashlib
 import json
 import os
-import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -141,41 +139,15 @@ def _create(path: str, *parts: bytes) -> int:
     return descriptor
 
 
-_sync_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_sync_pool_pid = 0
-_sync_pool_lock = threading.Lock()
-
-
 def _fsync_all(descriptors: Sequence[int]) -> None:
-    """fsync every descriptor, concurrently.
+    """fsync each descriptor in turn: a commit's generation file, then its folder.
 
-    Each fsync is a storage barrier; issued together, the filesystem's
-    journal commits them as a group instead of one after another (five
-    concurrent fsyncs cost about two sequential ones on ext4). The pool is
-    per process (a forked child gets its own).
+    One after the other, not in threads: with the file's data and the
+    folder's entry in the same journal transaction, the second fsync finds
+    it committed. Threads measured no faster, and slower with four writers.
     """
-    global _sync_pool, _sync_pool_pid
-    if len(descriptors) == 1:
-        os.fsync(descriptors[0])
-        return
-    with _sync_pool_lock:
-        if _sync_pool is None or _sync_pool_pid != os.getpid():
-            _sync_pool = concurrent.futures.ThreadPoolExecutor(8, thread_name_prefix="partita-fsync")
-            _sync_pool_pid = os.getpid()
-        pool = _sync_pool
-    others = [pool.submit(os.fsync, descriptor) for descriptor in descriptors[1:]]
-    failure: OSError | None = None
-    try:
-        os.fsync(descriptors[0])
-    except OSError as exc:
-        failure = exc
-    for future in others:  # wait for every fsync before any descriptor is closed
-        try:
-            future.result()
-        except OSError as exc:
-            failure = failure or exc
-    if failure is not None:
-        raise failure
+    for descriptor in descriptors:
+        os.fsync(descriptor)
 
 
 def _read_file(path: str, limit: int) -> bytes:
@@ -518,8 +490,8 @@ class FileMaterialization:
     ) -> None:
         """Write the generation, make it durable, then publish it by renaming the new reference into place.
 
-        The generation file and its folder are fsynced (together, see
-        `_fsync_all`) before the rename, so a reference never names a
+        The generation file and its folder are fsynced (see `_fsync_all`)
+        before the rename, so a reference never names a
         generation that is not on disk. The reference is neither fsynced nor
         is its folder: the rename is atomic, and after an operating-system
         crash the previous reference may be back (power loss is outside the
