@@ -70,7 +70,9 @@ class JsonCodec:
             else:
                 for key, item in value.items():
                     if type(key) is not str:
-                        raise ValueError(f"JsonCodec: {path} has a key of type {type(key).__name__}; JSON object keys are strings")
+                        raise ValueError(
+                            f"JsonCodec: {path} has a key of type {type(key).__name__}; JSON object keys are strings"
+                        )
                     self._check(item, f"{path}[{key!r}]", active)
             active.discard(id(value))
             return

@@ -35,7 +35,9 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}")
 def check_version(version: Any, owner: str) -> str:
     """A version is explicit, non-empty text: bump it when the output's meaning changes."""
     if not isinstance(version, str) or not version.strip():
-        raise DefinitionError(f"{owner}: version must be a non-empty string (bump it when the output's meaning changes)")
+        raise DefinitionError(
+            f"{owner}: version must be a non-empty string (bump it when the output's meaning changes)"
+        )
     if version != version.strip():
         raise DefinitionError(f"{owner}: version must not start or end with whitespace")
     return version
@@ -65,7 +67,9 @@ def _check_identity(
     ids = tuple(input_ids)
     for index, value in enumerate(ids):
         if not isinstance(value, str) or _ID.fullmatch(value) is None:
-            raise ValueError(f"materialization identity: input_materialization_ids[{index}] is not a materialization id")
+            raise ValueError(
+                f"materialization identity: input_materialization_ids[{index}] is not a materialization id"
+            )
     return ids
 
 
@@ -131,7 +135,11 @@ class MaterializationContext:
         )
 
     def record(
-        self, materialization_id: str, *, committed_at: dt.datetime | None = None, metadata: dict[str, Any] | None = None
+        self,
+        materialization_id: str,
+        *,
+        committed_at: dt.datetime | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> MaterializationRecord:
         """A record of exactly this identity (what an adapter's commit and resolve return)."""
         return MaterializationRecord(
