@@ -1,8 +1,9 @@
 """FileMaterialization commit and load throughput for small JSON outputs.
 
 Prints one line per figure: workload, size, median ops/s over several runs,
-unit, and the ratio to a plain-Python baseline measured in the same run (the
-machine is shared and noisy, so compare ratios, not absolute figures):
+unit, and the ratio to a plain-Python baseline measured right before it in
+the same run (median over runs, with the lowest and highest; the machine is
+shared and noisy, so compare ratios, not absolute figures):
 
 - commit: ``FileMaterialization.commit`` of one small dict per key, against
   ``json.dumps`` + write a temporary file + fsync + ``os.replace``;
@@ -16,7 +17,7 @@ machine is shared and noisy, so compare ratios, not absolute figures):
 
 Run by hand:
 
-    python benchmarks/materialization.py [--operations 2000] [--repeat 3] [--writers 4] [--dir PATH]
+    python benchmarks/materialization.py [--operations 2000] [--repeat 5] [--writers 4] [--dir PATH]
 
 ``--dir`` chooses where the temporary stores live (default: the system's
 temporary folder); fsync costs depend entirely on that filesystem.
@@ -146,7 +147,7 @@ def baseline_load(root: Path, count: int, digests: list[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--operations", type=int, default=2_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--writers", type=int, default=4, help="threads for the concurrent commit figure")
     parser.add_argument("--dir", type=Path, default=None, help="where temporary stores are created")
     args = parser.parse_args()
@@ -175,23 +176,25 @@ def main() -> None:
     def rate(name: str) -> float:
         return count / statistics.median(seconds[name])
 
+    def ratios(name: str, baseline: str) -> list[float]:
+        """Adapter against baseline within each run: both measured back to back, so drift cancels."""
+        return sorted(base / took for base, took in zip(seconds[baseline], seconds[name], strict=True))
+
     figures = [
-        ("commit FileMaterialization", rate("commit"), rate("commit") / rate("base_commit")),
-        ("commit baseline (dumps+write+fsync+replace)", rate("base_commit"), 1.0),
-        (
-            f"commit FileMaterialization, {args.writers} writers",
-            rate("commit_n"),
-            rate("commit_n") / rate("base_commit_n"),
-        ),
-        (f"commit baseline, {args.writers} writers", rate("base_commit_n"), 1.0),
-        ("resolve+load FileMaterialization", rate("resolve_load"), rate("resolve_load") / rate("base_load")),
-        ("load FileMaterialization", rate("load"), rate("load") / rate("base_load")),
-        ("load baseline (read+sha256+loads)", rate("base_load"), 1.0),
+        ("commit FileMaterialization", rate("commit"), ratios("commit", "base_commit")),
+        ("commit baseline (dumps+write+fsync+replace)", rate("base_commit"), None),
+        (f"commit FileMaterialization, {args.writers} writers", rate("commit_n"), ratios("commit_n", "base_commit_n")),
+        (f"commit baseline, {args.writers} writers", rate("base_commit_n"), None),
+        ("resolve+load FileMaterialization", rate("resolve_load"), ratios("resolve_load", "base_load")),
+        ("load FileMaterialization", rate("load"), ratios("load", "base_load")),
+        ("load baseline (read+sha256+loads)", rate("base_load"), None),
     ]
     where = args.dir or Path(tempfile.gettempdir())
     print(f"# {count} operations of a {size:.0f}-byte JSON dict, median of {args.repeat} runs, under {where}")
-    for workload, value, ratio in figures:
-        print(f"{workload:<46} ops={count:<6} size={size:.0f}B  median={value:>10,.0f}  unit=ops/s  ratio={ratio:.2f}")
+    print("# ratio: median of the per-run ratios to the baseline, [lowest-highest] across runs")
+    for workload, value, per_run in figures:
+        ratio = "1.00" if per_run is None else f"{statistics.median(per_run):.2f} [{per_run[0]:.2f}-{per_run[-1]:.2f}]"
+        print(f"{workload:<46} ops={count:<6} size={size:.0f}B  median={value:>10,.0f}  unit=ops/s  ratio={ratio}")
 
 
 if __name__ == "__main__":
