@@ -547,7 +547,7 @@ class FileMaterialization:
         ledger["version"] = SCHEMA_VERSION
         ledger["revocations"].append({"epoch": epoch, "reason": reason, "revoked_at": _now()})
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _make_folders(str(path.parent))
             _replace_durably(path, json.dumps(ledger, indent=1).encode("utf-8"))
         except OSError as exc:
             raise FileMaterializationError(f"cannot write the revocation ledger: {exc.strerror}") from exc
