@@ -95,6 +95,26 @@ def test_commit_resolve_load_round_trip(root, make_context):
     assert store.load(context, committed) == output
 
 
+def test_a_relative_root_keeps_naming_the_same_folder_after_a_change_of_directory(
+    tmp_path, make_context, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    store = FileMaterialization("materialized")
+    context = make_context()
+    record = store.commit(context, {"n": 1})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+
+    second = store.commit(make_context(partition_key="tenant-b", partition_key_text="tenant-b"), {"n": 2})
+
+    assert store.resolve(context) == record
+    assert store.load(context, record) == {"n": 1}
+    assert not (elsewhere / "materialized").exists()
+    assert second.materialization_id in {path.name.split(".")[1] for path in (tmp_path / "materialized").rglob("*.*")}
+    assert repr(store) == "FileMaterialization(root='materialized', codec=JsonCodec())"
+
+
 def test_round_trip_with_input_ids_and_an_absent_key(root, make_context):
     store = FileMaterialization(root)
     upstream = store.commit(make_context(asset_name="raw"), [1])
