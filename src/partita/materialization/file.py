@@ -491,11 +491,10 @@ class FileMaterialization:
         """Write the generation, make it durable, then publish it by renaming the new reference into place.
 
         The generation file and its folder are fsynced (see `_fsync_all`)
-        before the rename, so a reference never names a
-        generation that is not on disk. The reference is neither fsynced nor
-        is its folder: the rename is atomic, and after an operating-system
-        crash the previous reference may be back (power loss is outside the
-        guarantee).
+        before the rename, so a reference never names a generation that is
+        not on disk. Neither the reference nor its folder is fsynced: the
+        rename is atomic, and after an operating-system crash the previous
+        reference may be back (power loss is outside the guarantee).
         """
         generation = self._generation_path(identity_hash, materialization_id)
         reference_path = self._reference_path(identity_hash)
