@@ -86,7 +86,7 @@ class _Revoked(Exception):
     """Internal: the reference's epoch is older than the ledger's."""
 
 
-def _fsync_directory(path: str | os.PathLike[str]) -> None:
+def _fsync_directory(path: str) -> None:
     descriptor = os.open(path, os.O_RDONLY)
     try:
         os.fsync(descriptor)
@@ -113,16 +113,18 @@ def _make_folders(path: str) -> None:
         _fsync_directory(os.path.dirname(folder))
 
 
-def _replace_durably(path: Path, data: bytes) -> None:
-    """Write to a unique temporary file, fsync, rename over ``path``, fsync the folder."""
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    descriptor = _create(os.fspath(temporary), data)
+def _replace_durably(path: str, data: bytes) -> None:
+    """Write to a unique temporary file, fsync, rename over ``path``, fsync the folder (created if missing)."""
+    folder, name = os.path.split(path)
+    _make_folders(folder)
+    temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+    descriptor = _create(temporary, data)
     try:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
     os.replace(temporary, path)
-    _fsync_directory(path.parent)
+    _fsync_directory(folder)
 
 
 def _create(path: str, *parts: bytes) -> int:
@@ -301,16 +303,20 @@ class FileMaterialization:
             )
         return int(version)
 
-    def _current_epoch(self, identity_hash: str) -> int | None:
-        """Revocations so far (None: no ledger exists for the identity)."""
+    def _ledger(self, identity_hash: str) -> dict[str, Any] | None:
+        """The identity's checked revocation ledger (None: it has none)."""
         ledger = self._read_json(self._ledger_path(identity_hash), "revocation ledger")
         if ledger is None:
             return None
         self._check_schema(ledger, _LEDGER, "revocation ledger")
-        revocations = ledger.get("revocations")
-        if ledger.get("identity_hash") != identity_hash or not isinstance(revocations, list):
+        if ledger.get("identity_hash") != identity_hash or not isinstance(ledger.get("revocations"), list):
             raise _Corrupt("revocation ledger does not describe this identity")
-        return len(revocations)
+        return ledger
+
+    def _current_epoch(self, identity_hash: str) -> int | None:
+        """Revocations so far (None: no ledger exists for the identity)."""
+        ledger = self._ledger(identity_hash)
+        return None if ledger is None else len(ledger["revocations"])
 
     def _resolve(self, context: MaterializationContext, *, verify_payload: bool) -> MaterializationRecord:
         """The referenced, current record; raises _Revoked, FileNotFoundError or a typed error."""
@@ -534,20 +540,14 @@ class FileMaterialization:
         if not isinstance(reason, str) or not reason.strip():
             raise FileMaterializationError("invalidate needs a non-empty reason")
         identity_hash = context.identity_hash()
-        path = Path(self._ledger_path(identity_hash))
-        ledger = self._read_json(str(path), "revocation ledger")
+        ledger = self._ledger(identity_hash)
         if ledger is None:
             ledger = {"schema": _LEDGER, "version": SCHEMA_VERSION, "identity_hash": identity_hash, "revocations": []}
-        else:
-            self._check_schema(ledger, _LEDGER, "revocation ledger")
-            if ledger.get("identity_hash") != identity_hash or not isinstance(ledger.get("revocations"), list):
-                raise _Corrupt("revocation ledger does not describe this identity")
         epoch = len(ledger["revocations"]) + 1
         ledger["version"] = SCHEMA_VERSION
         ledger["revocations"].append({"epoch": epoch, "reason": reason, "revoked_at": _now()})
         try:
-            _make_folders(str(path.parent))
-            _replace_durably(path, json.dumps(ledger, indent=1).encode("utf-8"))
+            _replace_durably(self._ledger_path(identity_hash), json.dumps(ledger, indent=1).encode("utf-8"))
         except OSError as exc:
             raise FileMaterializationError(f"cannot write the revocation ledger: {exc.strerror}") from exc
         return epoch
