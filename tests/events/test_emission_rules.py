@@ -72,17 +72,6 @@ def _targets() -> p.AssetRegistry:
     return registry
 
 
-def _published(sink: str | bool, result: p.RunResult) -> list[p.AssetEvent]:
-    """Events the run published itself (outlets excluded), from where they were kept."""
-    if sink is False:
-        return list(result.events)
-    store = p.open_store(sink)
-    try:
-        return [e for e in store.list_events() if e.source.kind is not p.SourceKind.OUTLET]
-    finally:
-        store.close()
-
-
 def _emit_from_body(
     sink: str | bool,
     call: Callable[[Callable[..., p.EmissionReceipt]], Any],
@@ -210,7 +199,7 @@ BAD_INPUT = {
 
 @VIA
 @pytest.mark.parametrize("case", list(BAD_INPUT), ids=list(BAD_INPUT))
-def test_bad_input_is_rejected_naming_the_rule_and_publishes_nothing(sink, via, case):
+def test_bad_input_is_rejected_naming_the_rule_and_publishes_nothing(sink, via, case, published):
     call, rule, hidden = BAD_INPUT[case]
 
     outcome, result = _emit_from_body(sink, call, via=via)
@@ -218,22 +207,22 @@ def test_bad_input_is_rejected_naming_the_rule_and_publishes_nothing(sink, via, 
     _assert_rejected(outcome, rule, *hidden)
     assert result.receipts == ()
     assert result.events == ()
-    assert _published(sink, result) == []
+    assert published(sink, result) == []
 
 
 @VIA
-def test_a_partitioned_producer_does_not_lend_its_own_key_to_the_event(sink, via):
+def test_a_partitioned_producer_does_not_lend_its_own_key_to_the_event(sink, via, published):
     outcome, result = _emit_from_body(
         sink, lambda emit: emit("tenant_export"), via=via, partition_def=TENANTS, keys=["acme-private-7731"]
     )
 
     message = _assert_rejected(outcome, "never inherited", "acme-private-7731")
     assert "pass partition_key explicitly" in message
-    assert _published(sink, result) == []
+    assert published(sink, result) == []
 
 
 @VIA
-def test_a_producer_may_name_its_own_key_explicitly(sink, via):
+def test_a_producer_may_name_its_own_key_explicitly(sink, via, published):
     outcome, result = _emit_from_body(
         sink,
         lambda emit: emit("tenant_export", partition_key="acme-private-7731"),
@@ -243,12 +232,12 @@ def test_a_producer_may_name_its_own_key_explicitly(sink, via):
     )
 
     assert "error" not in outcome
-    (event,) = _published(sink, result)
+    (event,) = published(sink, result)
     assert (event.asset, event.partition_key) == ("tenant_export", "acme-private-7731")
 
 
 @VIA
-def test_a_dedupe_key_reused_for_another_payload_is_an_error_not_a_duplicate_receipt(sink, via):
+def test_a_dedupe_key_reused_for_another_payload_is_an_error_not_a_duplicate_receipt(sink, via, published):
     def twice(emit):
         first = emit("plain", extra={"rows": 1}, dedupe_key="batch-41")
         try:
@@ -262,7 +251,7 @@ def test_a_dedupe_key_reused_for_another_payload_is_an_error_not_a_duplicate_rec
     first, error = outcome["receipt"]
     assert "dedupe_key was already used for a different event" in str(error)
     assert result.receipts == (first,)
-    (event,) = _published(sink, result)
+    (event,) = published(sink, result)
     assert (event.id, event.extra) == (first.id, {"rows": 1})
 
 
@@ -275,7 +264,7 @@ def test_a_dedupe_key_reused_for_another_payload_is_an_error_not_a_duplicate_rec
     ],
     ids=["other key", "added date", "other asset"],
 )
-def test_every_part_of_the_payload_takes_part_in_the_conflict_check(sink, second):
+def test_every_part_of_the_payload_takes_part_in_the_conflict_check(sink, second, published):
     def both(emit):
         first = emit("daily", partition_key="2026-08-08", dedupe_key="shared")
         fields = dict(second)
@@ -290,7 +279,7 @@ def test_every_part_of_the_payload_takes_part_in_the_conflict_check(sink, second
 
     _, error = outcome["receipt"]
     assert "dedupe_key was already used" in str(error)
-    assert len(_published(sink, result)) == 1
+    assert len(published(sink, result)) == 1
 
 
 # -- accepted input: normalized by the target's definition -----------------------------------
@@ -318,17 +307,17 @@ def test_every_part_of_the_payload_takes_part_in_the_conflict_check(sink, second
         "multi mapping",
     ],
 )
-def test_keys_are_normalized_to_the_target_definitions_canonical_text(sink, via, asset_name, key, text):
+def test_keys_are_normalized_to_the_target_definitions_canonical_text(sink, via, asset_name, key, text, published):
     outcome, result = _emit_from_body(sink, lambda emit: emit(asset_name, partition_key=key), via=via)
 
     assert "error" not in outcome, outcome.get("error")
-    (event,) = _published(sink, result)
+    (event,) = published(sink, result)
     assert (event.asset, event.partition_key) == (asset_name, text)
     assert event.id == outcome["receipt"].id
 
 
 @VIA
-def test_an_aware_partition_date_and_a_json_extra_are_kept(sink, via):
+def test_an_aware_partition_date_and_a_json_extra_are_kept(sink, via, published):
     paris = dt.datetime(2026, 10, 1, 2, 30, tzinfo=zoneinfo.ZoneInfo("Europe/Paris"))
     extra = {"rows": 100, "ratio": 0.5, "ok": True, "none": None, "tags": ["a", "b"], "nested": {"depth": 2}}
 
@@ -336,13 +325,13 @@ def test_an_aware_partition_date_and_a_json_extra_are_kept(sink, via):
         sink, lambda emit: emit("daily", partition_key="2026-10-01", partition_date=paris, extra=extra), via=via
     )
 
-    (event,) = _published(sink, result)
+    (event,) = published(sink, result)
     assert event.partition_date == paris
     assert event.partition_date.utcoffset() == dt.timedelta(hours=2)
     assert event.extra == extra
 
 
-def test_an_asset_may_be_named_by_its_decorated_function(sink):
+def test_an_asset_may_be_named_by_its_decorated_function(sink, published):
     registry = _targets()
 
     @p.asset(registry=registry)
@@ -355,12 +344,12 @@ def test_an_asset_may_be_named_by_its_decorated_function(sink):
 
     result = p.Flow(["producer"], registry=registry, store=sink).run()
 
-    (event,) = _published(sink, result)
+    (event,) = published(sink, result)
     assert event.asset == "announced"
     assert result.tasks["producer"].attempts[0].output == event.id
 
 
-def test_an_extra_exactly_at_the_size_limit_is_accepted_one_byte_more_is_not(sink):
+def test_an_extra_exactly_at_the_size_limit_is_accepted_one_byte_more_is_not(sink, published):
     # {"pad":"…"} in compact JSON is the padding plus 10 bytes.
     at_limit = {"pad": "x" * (MAX_EXTRA_BYTES - 10)}
     over_limit = {"pad": "x" * (MAX_EXTRA_BYTES - 9)}
@@ -377,7 +366,7 @@ def test_an_extra_exactly_at_the_size_limit_is_accepted_one_byte_more_is_not(sin
 
     receipt, error = outcome["receipt"]
     assert f"the limit is {MAX_EXTRA_BYTES}" in str(error)
-    (event,) = _published(sink, result)
+    (event,) = published(sink, result)
     assert event.id == receipt.id and event.extra == at_limit
 
 
@@ -388,7 +377,7 @@ def test_an_extra_exactly_at_the_size_limit_is_accepted_one_byte_more_is_not(sin
 @pytest.mark.parametrize(
     "case", ["key for an unpartitioned asset", "no key for a partitioned asset", "naive partition_date"]
 )
-def test_callbacks_follow_the_same_rules(sink, kind, case):
+def test_callbacks_follow_the_same_rules(sink, kind, case, published):
     call, rule, hidden = BAD_INPUT[case]
     registry = _targets()
     outcome: dict[str, Any] = {}
@@ -411,7 +400,7 @@ def test_callbacks_follow_the_same_rules(sink, kind, case):
     assert result.status is p.RunStatus.SUCCESS
     assert result.callback_errors == ()
     _assert_rejected(outcome, rule, *hidden)
-    assert _published(sink, result) == []
+    assert published(sink, result) == []
 
 
 # -- no running producer, no emission -------------------------------------------------------------
@@ -449,7 +438,7 @@ def test_module_level_emit_after_the_run_has_finished_is_rejected(sink):
         p.emit("plain")
 
 
-def test_a_thread_started_by_the_body_uses_context_emit_not_the_module_function(sink):
+def test_a_thread_started_by_the_body_uses_context_emit_not_the_module_function(sink, published):
     registry = _targets()
     seen: dict[str, Any] = {}
 
@@ -470,7 +459,7 @@ def test_a_thread_started_by_the_body_uses_context_emit_not_the_module_function(
     result = p.Flow(["producer"], registry=registry, store=sink).run()
 
     assert "call context.emit" in str(seen["module"])
-    (event,) = _published(sink, result)
+    (event,) = published(sink, result)
     assert event.id == seen["context"].id and event.extra == {"via": "context"}
 
 

@@ -79,18 +79,6 @@ def _targets() -> p.AssetRegistry:
     return registry
 
 
-def _published(sink: str | bool, result: p.RunResult | None = None) -> list[p.AssetEvent]:
-    """Events published by bodies and callbacks (outlets excluded), in id order."""
-    if sink is False:
-        assert result is not None
-        return sorted(result.events, key=lambda event: event.id)
-    store = p.open_store(sink)
-    try:
-        return [e for e in store.list_events() if e.source.kind is not p.SourceKind.OUTLET]
-    finally:
-        store.close()
-
-
 def _attempt_source(run_id: str, asset: str, key_present: bool, invocation: int) -> p.EventSource:
     return p.EventSource(p.SourceKind.ATTEMPT, run_id, asset, key_present, invocation)
 
@@ -99,7 +87,7 @@ def _attempt_source(run_id: str, asset: str, key_present: bool, invocation: int)
 
 
 @pytest.mark.parametrize("partitioned", [False, True], ids=["unpartitioned", "partitioned"])
-def test_a_sync_body_publishes_as_its_attempt(sink, partitioned):
+def test_a_sync_body_publishes_as_its_attempt(sink, partitioned, published):
     registry = _targets()
 
     @p.asset(registry=registry, partition_def=TENANTS if partitioned else None)
@@ -109,14 +97,14 @@ def test_a_sync_body_publishes_as_its_attempt(sink, partitioned):
     config = {"partition_keys": ["acme-private-7731"]} if partitioned else None
     result = p.Flow(["producer"], registry=registry, store=sink).run(config)
 
-    events = _published(sink, result)
+    events = published(sink, result)
     assert [event.extra["from"] for event in events] == ["context", "module"]
     for event in events:
         assert event.source == _attempt_source(result.run_id, "producer", partitioned, 1)
         assert "acme-private-7731" not in json.dumps(event.source.to_dict())
 
 
-def test_an_async_body_publishes_as_its_attempt(sink):
+def test_an_async_body_publishes_as_its_attempt(sink, published):
     registry = _targets()
 
     @p.asset(registry=registry)
@@ -131,7 +119,7 @@ def test_an_async_body_publishes_as_its_attempt(sink):
     result = p.Flow(["producer"], registry=registry, store=sink).run()
 
     assert result.status is p.RunStatus.SUCCESS
-    events = _published(sink, result)
+    events = published(sink, result)
     assert [event.extra["from"] for event in events] == ["context", "module", "child task"]
     assert {event.source for event in events} == {_attempt_source(result.run_id, "producer", False, 1)}
 
@@ -141,7 +129,7 @@ async def _emit_in_child_task() -> p.EmissionReceipt:
     return p.emit("plain", extra={"from": "child task"})
 
 
-def test_async_bodies_running_together_keep_their_own_producers(sink):
+def test_async_bodies_running_together_keep_their_own_producers(sink, published):
     registry = _targets()
     started: set[str] = set()
 
@@ -171,13 +159,13 @@ def test_async_bodies_running_together_keep_their_own_producers(sink):
     result = p.Flow(["left", "right"], registry=registry, store=sink).run()
 
     assert result.status is p.RunStatus.SUCCESS
-    events = _published(sink, result)
+    events = published(sink, result)
     assert len(events) == 4
     for event in events:
         assert event.source == _attempt_source(result.run_id, event.extra["by"], False, 1)
 
 
-def test_a_thread_started_by_the_body_publishes_through_its_context_as_the_attempt(sink):
+def test_a_thread_started_by_the_body_publishes_through_its_context_as_the_attempt(sink, published):
     registry = _targets()
 
     @p.asset(registry=registry, retry=p.RetryPolicy(max_attempts=2))
@@ -192,7 +180,7 @@ def test_a_thread_started_by_the_body_publishes_through_its_context_as_the_attem
 
     result = p.Flow(["producer"], registry=registry, store=sink, clock=p.FastForwardClock()).run()
 
-    events = _published(sink, result)
+    events = published(sink, result)
     assert [event.source for event in events] == [
         _attempt_source(result.run_id, "producer", False, 1),
         _attempt_source(result.run_id, "producer", False, 2),
@@ -200,7 +188,7 @@ def test_a_thread_started_by_the_body_publishes_through_its_context_as_the_attem
     assert events[-1].id == result.tasks["producer"].attempts[0].output.id
 
 
-def test_process_executor_bodies_publish_into_the_store_as_their_attempts(store_url):
+def test_process_executor_bodies_publish_into_the_store_as_their_attempts(store_url, published):
     flow = p.Flow(
         ["process_producer", "async_process_producer", "retried_process_producer"],
         registry=PROCESS_REGISTRY,
@@ -212,7 +200,7 @@ def test_process_executor_bodies_publish_into_the_store_as_their_attempts(store_
     result = flow.run({"partition_keys": ["acme-private-7731"]})
 
     assert result.status is p.RunStatus.SUCCESS
-    events = {event.id: event for event in _published(store_url)}
+    events = {event.id: event for event in published(store_url)}
     sync_ids = result.tasks["process_producer"].attempts[0].output
     async_id = result.tasks["async_process_producer"].attempts[0].output
     assert [events[i].extra for i in sync_ids] == [{"via": "context"}, {"via": "module"}]
@@ -255,7 +243,7 @@ def test_events_published_in_worker_processes_are_on_the_run_result(store_url):
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync callbacks", "async callbacks"])
-def test_asset_callbacks_publish_as_the_attempt_they_report_on(sink, asynchronous):
+def test_asset_callbacks_publish_as_the_attempt_they_report_on(sink, asynchronous, published):
     registry = _targets()
 
     def make(label: str) -> Any:
@@ -290,7 +278,7 @@ def test_asset_callbacks_publish_as_the_attempt_they_report_on(sink, asynchronou
     )
 
     assert result.callback_errors == ()
-    by_callback = {(e.extra["callback"], e.extra["invocation"]): e.source for e in _published(sink, result)}
+    by_callback = {(e.extra["callback"], e.extra["invocation"]): e.source for e in published(sink, result)}
     assert by_callback == {
         ("on_success", 1): _attempt_source(result.run_id, "producer", True, 1),
         ("on_retry", 1): _attempt_source(result.run_id, "producer", True, 1),
@@ -298,7 +286,7 @@ def test_asset_callbacks_publish_as_the_attempt_they_report_on(sink, asynchronou
     }
 
 
-def test_an_unpartitioned_assets_callback_reports_no_key(sink):
+def test_an_unpartitioned_assets_callback_reports_no_key(sink, published):
     registry = _targets()
 
     def on_success(context):
@@ -310,7 +298,7 @@ def test_an_unpartitioned_assets_callback_reports_no_key(sink):
 
     result = p.Flow(["producer"], registry=registry, store=sink).run()
 
-    (event,) = _published(sink, result)
+    (event,) = published(sink, result)
     assert event.source == _attempt_source(result.run_id, "producer", False, 1)
 
 
@@ -318,7 +306,7 @@ def test_an_unpartitioned_assets_callback_reports_no_key(sink):
 
 
 @pytest.mark.parametrize("fails", [False, True], ids=["successful run", "failed run"])
-def test_flow_callbacks_publish_as_the_flow_with_null_attempt_fields(sink, fails):
+def test_flow_callbacks_publish_as_the_flow_with_null_attempt_fields(sink, fails, published):
     registry = _targets()
 
     def make(label: str) -> Any:
@@ -344,7 +332,7 @@ def test_flow_callbacks_publish_as_the_flow_with_null_attempt_fields(sink, fails
     ).run({"partition_keys": ["acme-private-7731"]})
 
     expected = ["on_failure", "on_complete"] if fails else ["on_success", "on_complete"]
-    events = _published(sink, result)
+    events = published(sink, result)
     assert [event.extra["callback"] for event in events] == expected
     for event in events:
         assert event.source == p.EventSource(p.SourceKind.FLOW, result.run_id, None, None, None)
@@ -435,7 +423,7 @@ def test_the_cli_publishes_as_an_external_source(store_url, tmp_path: Path):
 # -- emission is independent of the outcome ----------------------------------------------------------
 
 
-def test_events_emitted_before_a_failure_stay_published(sink):
+def test_events_emitted_before_a_failure_staypublished(sink, published):
     registry = _targets()
 
     @p.asset(partition_def=TENANTS, registry=registry)
@@ -453,7 +441,7 @@ def test_events_emitted_before_a_failure_stay_published(sink):
     assert result.status is p.RunStatus.FAILED
     assert result.tasks["ingest"].attempts[0].status is p.AttemptStatus.FAILED
     assert result.tasks["downstream"].attempts[0].reason is p.SkipReason.DEPENDENCY_FAILED
-    events = _published(sink, result)
+    events = published(sink, result)
     assert [event.extra for event in events] == [{"batch": 41}, {"batch": 42}]
     assert [receipt.id for receipt in result.receipts] == [event.id for event in events]
     if sink is not False:
@@ -465,7 +453,7 @@ def test_events_emitted_before_a_failure_stay_published(sink):
         assert outlets == []  # emitting never marks the attempt successful
 
 
-def test_events_emitted_before_the_run_is_cancelled_stay_published(store_url):
+def test_events_emitted_before_the_run_is_cancelled_staypublished(store_url, published):
     registry = _targets()
 
     async def scenario() -> None:
@@ -495,16 +483,16 @@ def test_events_emitted_before_the_run_is_cancelled_stay_published(store_url):
     assert [(event.extra, event.source.kind) for event in events] == [({"batch": 41}, p.SourceKind.ATTEMPT)]
 
 
-def test_events_emitted_in_a_worker_process_before_a_failure_stay_published(store_url):
+def test_events_emitted_in_a_worker_process_before_a_failure_staypublished(store_url, published):
     result = p.Flow(["failing_process_producer"], registry=PROCESS_REGISTRY, executor="process", store=store_url).run()
 
     assert result.status is p.RunStatus.FAILED
-    (event,) = _published(store_url)
+    (event,) = published(store_url)
     assert event.extra == {"batch": 41}
     assert event.source == _attempt_source(result.run_id, "failing_process_producer", False, 1)
 
 
-def test_a_callback_that_raises_after_emitting_keeps_its_event_and_changes_no_outcome(sink):
+def test_a_callback_that_raises_after_emitting_keeps_its_event_and_changes_no_outcome(sink, published):
     registry = _targets()
 
     def on_success(context):
@@ -519,14 +507,14 @@ def test_a_callback_that_raises_after_emitting_keeps_its_event_and_changes_no_ou
 
     assert result.status is p.RunStatus.SUCCESS
     assert len(result.callback_errors) == 1
-    (event,) = _published(sink, result)
+    (event,) = published(sink, result)
     assert event.extra == {"cleanup": "started"}
 
 
 # -- RunResult.events and receipts --------------------------------------------------------------------
 
 
-def test_the_run_result_lists_what_bodies_and_callbacks_published(sink):
+def test_the_run_result_lists_what_bodies_and_callbackspublished(sink, published):
     registry = _targets()
 
     def on_success(context):
@@ -552,7 +540,7 @@ def test_the_run_result_lists_what_bodies_and_callbacks_published(sink):
     for receipt in result.receipts:
         assert by_id[receipt.id].timestamp == receipt.timestamp
     if sink is not False:
-        stored = {event.id: event for event in _published(sink)}
+        stored = {event.id: event for event in published(sink)}
         assert stored == by_id
 
 

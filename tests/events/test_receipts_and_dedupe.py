@@ -62,18 +62,6 @@ def _targets() -> p.AssetRegistry:
     return registry
 
 
-def _published(sink: str | bool, result: p.RunResult | None = None) -> list[p.AssetEvent]:
-    """Events published by bodies and callbacks (outlets excluded)."""
-    if sink is False:
-        assert result is not None
-        return list(result.events)
-    store = p.open_store(sink)
-    try:
-        return [e for e in store.list_events() if e.source.kind is not p.SourceKind.OUTLET]
-    finally:
-        store.close()
-
-
 def _check_one_event_per_key(url: str, receipts: list[tuple[str, p.EmissionReceipt]], producers: int) -> None:
     """Exactly one stored event per dedupe key; all of its receipts agree on id and timestamp."""
     by_key: dict[str, list[p.EmissionReceipt]] = {}
@@ -102,7 +90,7 @@ def _check_one_event_per_key(url: str, receipts: list[tuple[str, p.EmissionRecei
 # -- receipts -------------------------------------------------------------------------------------
 
 
-def test_a_receipt_names_the_stored_event_and_its_timestamp(sink):
+def test_a_receipt_names_the_stored_event_and_its_timestamp(sink, published):
     registry = _targets()
     before = dt.datetime.now(dt.UTC)
 
@@ -120,11 +108,11 @@ def test_a_receipt_names_the_stored_event_and_its_timestamp(sink):
     assert receipt.timestamp.utcoffset() == dt.timedelta(0)
     assert before <= receipt.timestamp <= after
     assert result.receipts == (receipt,)
-    (event,) = _published(sink, result)
+    (event,) = published(sink, result)
     assert (event.id, event.timestamp, event.extra) == (receipt.id, receipt.timestamp, {"rows": 100})
 
 
-def test_a_repeated_dedupe_key_returns_the_first_receipt_marked_duplicate(sink):
+def test_a_repeated_dedupe_key_returns_the_first_receipt_marked_duplicate(sink, published):
     registry = _targets()
 
     @p.asset(registry=registry)
@@ -140,7 +128,7 @@ def test_a_repeated_dedupe_key_returns_the_first_receipt_marked_duplicate(sink):
     assert second.duplicate is True
     assert (second.id, second.timestamp) == (first.id, first.timestamp)
     assert result.receipts == (first, second)
-    (event,) = _published(sink, result)
+    (event,) = published(sink, result)
     assert event.id == first.id
     assert [e.id for e in result.events] == [first.id]
 
@@ -206,7 +194,7 @@ def test_a_dedupe_key_reused_for_another_payload_raises_and_stores_nothing(store
     assert (event.id, event.extra) == (first.id, {"rows": 1})
 
 
-def test_a_body_reusing_another_runs_dedupe_key_for_another_payload_fails_its_attempt(store_url):
+def test_a_body_reusing_another_runs_dedupe_key_for_another_payload_fails_its_attempt(store_url, published):
     registry = _targets()
     rows = iter([1, 2])
 
@@ -222,13 +210,13 @@ def test_a_body_reusing_another_runs_dedupe_key_for_another_payload_fails_its_at
     (attempt,) = second.tasks["producer"].attempts
     assert isinstance(attempt.exception, p.EmissionError)
     assert second.receipts == ()
-    assert [event.extra for event in _published(store_url)] == [{"rows": 1}]
+    assert [event.extra for event in published(store_url)] == [{"rows": 1}]
 
 
 # -- the default identity -------------------------------------------------------------------------
 
 
-def test_two_identical_emissions_in_one_invocation_are_two_events(sink):
+def test_two_identical_emissions_in_one_invocation_are_two_events(sink, published):
     registry = _targets()
 
     @p.asset(registry=registry)
@@ -240,10 +228,10 @@ def test_two_identical_emissions_in_one_invocation_are_two_events(sink):
     receipts = result.tasks["producer"].attempts[0].output
     assert [receipt.duplicate for receipt in receipts] == [False, False]
     assert len({receipt.id for receipt in receipts}) == 2
-    assert sorted(event.id for event in _published(sink, result)) == sorted(receipt.id for receipt in receipts)
+    assert sorted(event.id for event in published(sink, result)) == sorted(receipt.id for receipt in receipts)
 
 
-def test_each_key_of_a_partitioned_producer_publishes_its_own_events(sink):
+def test_each_key_of_a_partitioned_producer_publishes_its_own_events(sink, published):
     registry = _targets()
 
     @p.asset(partition_def=TENANTS, registry=registry)
@@ -256,10 +244,10 @@ def test_each_key_of_a_partitioned_producer_publishes_its_own_events(sink):
 
     receipts = [attempt.output for attempt in result.tasks["producer"].attempts]
     assert [receipt.duplicate for receipt in receipts] == [False, False]
-    assert len(_published(sink, result)) == 2
+    assert len(published(sink, result)) == 2
 
 
-def test_a_retried_invocation_emitting_again_creates_new_events(sink):
+def test_a_retried_invocation_emitting_again_creates_new_events(sink, published):
     registry = _targets()
 
     @p.asset(registry=registry, retry=p.RetryPolicy(max_attempts=3, delay=5.0))
@@ -275,12 +263,12 @@ def test_a_retried_invocation_emitting_again_creates_new_events(sink):
     assert result.status is p.RunStatus.SUCCESS
     assert clock.sleeps  # the retry waited on the injected clock, not in real time
     assert [receipt.duplicate for receipt in result.receipts] == [False, False, False]
-    events = sorted(_published(sink, result), key=lambda event: event.id)
+    events = sorted(published(sink, result), key=lambda event: event.id)
     assert [event.source.invocation for event in events] == [1, 2, 3]
     assert {event.extra["batch"] for event in events} == {41}
 
 
-def test_explicit_dedupe_key_makes_a_retry_idempotent(sink):
+def test_explicit_dedupe_key_makes_a_retry_idempotent(sink, published):
     registry = _targets()
 
     @p.asset(registry=registry, retry=p.RetryPolicy(max_attempts=2))
@@ -295,11 +283,11 @@ def test_explicit_dedupe_key_makes_a_retry_idempotent(sink):
     first, second = result.receipts
     assert (first.duplicate, second.duplicate) == (False, True)
     assert second.id == first.id
-    (event,) = _published(sink, result)
+    (event,) = published(sink, result)
     assert event.source.invocation == 1
 
 
-def test_a_body_and_its_own_callbacks_emitting_the_same_payload_do_not_collide(sink):
+def test_a_body_and_its_own_callbacks_emitting_the_same_payload_do_not_collide(sink, published):
     registry = _targets()
 
     def on_retry(context):
@@ -320,12 +308,12 @@ def test_a_body_and_its_own_callbacks_emitting_the_same_payload_do_not_collide(s
     # body (1), on_retry (1), body (2), on_failure (2)
     assert len(result.receipts) == 4
     assert not any(receipt.duplicate for receipt in result.receipts)
-    events = _published(sink, result)
+    events = published(sink, result)
     assert len(events) == 4
     assert sorted(event.source.invocation for event in events) == [1, 1, 2, 2]
 
 
-def test_flow_callbacks_emitting_the_same_payload_do_not_collide(sink):
+def test_flow_callbacks_emitting_the_same_payload_do_not_collide(sink, published):
     registry = _targets()
 
     def announce(context):
@@ -338,10 +326,10 @@ def test_flow_callbacks_emitting_the_same_payload_do_not_collide(sink):
     result = p.Flow(["producer"], registry=registry, store=sink, on_failure=announce, on_complete=announce).run()
 
     assert [receipt.duplicate for receipt in result.receipts] == [False, False]
-    assert len(_published(sink, result)) == 2
+    assert len(published(sink, result)) == 2
 
 
-def test_runs_of_the_same_flow_never_share_default_identities(store_url):
+def test_runs_of_the_same_flow_never_share_default_identities(store_url, published):
     registry = _targets()
 
     @p.asset(registry=registry)
@@ -353,7 +341,7 @@ def test_runs_of_the_same_flow_never_share_default_identities(store_url):
 
     assert [receipt.duplicate for receipt in receipts] == [False, False]
     assert receipts[0].id != receipts[1].id
-    assert len(_published(store_url)) == 2
+    assert len(published(store_url)) == 2
 
 
 @pytest.mark.slow
