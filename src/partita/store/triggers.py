@@ -81,14 +81,12 @@ class TriggerStore:
         return bool(row and row[0])
 
     def set_paused(self, flow: str, paused: bool, now: float) -> None:
+        statement = (
+            f"INSERT INTO {flow_state.name} (flow, paused, changed_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (flow) DO UPDATE SET paused = excluded.paused, changed_at = excluded.changed_at"
+        )
         with self.store._failures("change the flow state"), self.store._write() as connection:  # noqa: SLF001
-            exists = connection.execute(select(flow_state.c.flow).where(flow_state.c.flow == flow)).first()
-            if exists is None:
-                connection.execute(insert(flow_state).values(flow=flow, paused=paused, changed_at=now))
-            else:
-                connection.execute(
-                    update(flow_state).where(flow_state.c.flow == flow).values(paused=paused, changed_at=now)
-                )
+            connection.exec_driver_sql(self.store.driver_sql(statement), (flow, paused, now))
 
     # -- events ----------------------------------------------------------------
 
@@ -143,7 +141,12 @@ class TriggerStore:
                 if not self._cursor_unchanged(connection, flow, expected_cursor):
                     return False
                 self._record(connection, flow, ready, waiting, now)
-                self._set_cursor(connection, flow, cursor, last_tick)
+                connection.exec_driver_sql(  # the row exists: _cursor_unchanged created it
+                    self.store.driver_sql(
+                        f"UPDATE {trigger_cursors.name} SET last_event_id = ?, last_tick = ? WHERE flow = ?"
+                    ),
+                    (cursor, last_tick, flow),
+                )
         except StoreError as exc:
             if isinstance(exc.__cause__, IntegrityError):
                 return False  # two first passes raced to create the cursor
@@ -265,33 +268,25 @@ class TriggerStore:
 
     def record_schedule(self, flow: str, keys: Sequence[str], last_tick: float, now: float) -> None:
         """One request per elapsed schedule key (generation 0: a key is scheduled once)."""
+        sql = self.store.driver_sql
         with self.store._failures("record schedule keys"), self.store._write() as connection:  # noqa: SLF001
-            for key in keys:
-                exists = connection.execute(
-                    select(trigger_requests.c.id).where(
-                        trigger_requests.c.flow == flow,
-                        trigger_requests.c.partition_key == key,
-                        trigger_requests.c.generation == 0,
-                    )
-                ).first()
-                if exists is None:
-                    connection.execute(
-                        insert(trigger_requests).values(
-                            flow=flow, partition_key=key, generation=0, status="pending", event_ids="[]", created_at=now
-                        )
-                    )
-            row = connection.execute(select(trigger_cursors).where(trigger_cursors.c.flow == flow)).first()
-            self._set_cursor(connection, flow, 0 if row is None else int(row.last_event_id), last_tick)
-
-    def _set_cursor(self, connection: Any, flow: str, cursor: int, last_tick: float | None) -> None:
-        row = connection.execute(select(trigger_cursors.c.flow).where(trigger_cursors.c.flow == flow)).first()
-        if row is None:
-            connection.execute(insert(trigger_cursors).values(flow=flow, last_event_id=cursor, last_tick=last_tick))
-        else:
-            connection.execute(
-                update(trigger_cursors)
-                .where(trigger_cursors.c.flow == flow)
-                .values(last_event_id=cursor, last_tick=last_tick)
+            if keys:
+                # The unique (flow, key, generation) constraint skips keys already requested.
+                connection.exec_driver_sql(
+                    sql(
+                        f"INSERT INTO {trigger_requests.name} "
+                        "(flow, partition_key, generation, status, event_ids, created_at) "
+                        "VALUES (?, ?, 0, 'pending', '[]', ?) ON CONFLICT (flow, partition_key, generation) DO NOTHING"
+                    ),
+                    [(flow, key, now) for key in keys],
+                )
+            # A new cursor starts before every event; an existing one keeps its event position.
+            connection.exec_driver_sql(
+                sql(
+                    f"INSERT INTO {trigger_cursors.name} (flow, last_event_id, last_tick) VALUES (?, 0, ?) "
+                    "ON CONFLICT (flow) DO UPDATE SET last_tick = excluded.last_tick"
+                ),
+                (flow, last_tick),
             )
 
     # -- requests ----------------------------------------------------------------
