@@ -1,4 +1,4 @@
-"""Shared fixtures: a throwaway PostgreSQL server and store URLs for both backends.
+"""Shared fixtures: a throwaway PostgreSQL server, store URLs for both backends and a store opened on each.
 
 PostgreSQL tests use ``$PARTITA_TEST_POSTGRES_URL`` when it is set; otherwise
 this starts a private cluster (initdb in a temporary folder, a free port,
@@ -19,8 +19,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from partita.store.sql import SqlStore
 
 
 def _postgres_bindir() -> Path | None:
@@ -130,3 +134,15 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/partita.db"
     return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[SqlStore]:
+    """The store at ``store_url`` (one per backend), opened and closed around the test."""
+    from partita.store import open_store
+
+    opened = open_store(store_url)
+    try:
+        yield opened
+    finally:
+        opened.close()

@@ -1,9 +1,9 @@
-"""Shared helpers for trigger tests (SPEC §12): isolation, stores, one evaluation pass."""
+"""Shared helpers for trigger tests (SPEC §12): isolation, one evaluation pass (``store`` is in tests/conftest.py)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +18,6 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PARTITA_STORE", raising=False)
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.chdir(tmp_path)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[SqlStore]:
-    opened = SqlStore(store_url)
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 def process(evaluator: TriggerEvaluator) -> list[Any]:

@@ -53,15 +53,6 @@ class Tenants:
         return p.Flow(["load"], registry=self.registry, store=store, **options).run(config)
 
 
-@pytest.fixture
-def store(store_url):
-    opened = p.open_store(store_url)
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
 def discovery_events(store, run_id=None):
     return store.list_events(asset="tenants", kinds=[p.SourceKind.DISCOVERY], run_id=run_id)
 
