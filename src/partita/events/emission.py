@@ -36,6 +36,7 @@ __all__ = [
     "activate",
     "deactivate",
     "emit",
+    "encoded_extra_size",
     "prepare_event",
 ]
 
@@ -60,6 +61,15 @@ def _asset_name(asset: Any) -> str:
     raise EmissionError("emit: asset must be an asset name or an @asset function")
 
 
+def encoded_extra_size(extra: dict[str, Any]) -> int:
+    """Bytes of ``extra``'s compact JSON; ValueError naming the offending part unless it is strict JSON.
+
+    Shared by emissions and discovered keys, which word their rejections themselves.
+    """
+    _STRICT_JSON.check(extra, "extra")
+    return len(_STRICT_JSON.encode(extra))
+
+
 def _extra(extra: Any) -> dict[str, Any]:
     if extra is None:
         return {}
@@ -67,12 +77,11 @@ def _extra(extra: Any) -> dict[str, Any]:
         raise EmissionError("emit: extra must be a JSON object (a dict with string keys)")
     value = dict(extra)
     try:
-        _STRICT_JSON.check(value, "extra")
-        encoded = _STRICT_JSON.encode(value)
+        size = encoded_extra_size(value)
     except ValueError as exc:
         raise EmissionError(f"emit: extra is not strict JSON: {exc}") from None
-    if len(encoded) > MAX_EXTRA_BYTES:
-        raise EmissionError(f"emit: extra is {len(encoded)} bytes of JSON; the limit is {MAX_EXTRA_BYTES}")
+    if size > MAX_EXTRA_BYTES:
+        raise EmissionError(f"emit: extra is {size} bytes of JSON; the limit is {MAX_EXTRA_BYTES}")
     return value
 
 

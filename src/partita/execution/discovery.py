@@ -19,12 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from partita.errors import DiscoveryError
-from partita.events.emission import MAX_EXTRA_BYTES
+from partita.events.emission import MAX_EXTRA_BYTES, encoded_extra_size
 from partita.events.model import EventDraft, EventSource, SourceKind, now
-from partita.materialization.codecs import JsonCodec
 from partita.partitions.runtime import PartitionAtRuntime, PartitionKey
-
-_STRICT_JSON = JsonCodec()
 
 __all__ = [
     "DiscoveryCollector",
@@ -65,9 +62,9 @@ class DiscoveryCollector:
         if extra is not None:
             if not isinstance(extra, Mapping):
                 raise DiscoveryError(f"asset {self._asset_name!r}: a discovered key's extra must be a JSON object (a dict)")
+            extra = dict(extra)
             try:
-                _STRICT_JSON.check(dict(extra), "extra")
-                size = len(_STRICT_JSON.encode(dict(extra)))
+                size = encoded_extra_size(extra)
             except ValueError as exc:
                 raise DiscoveryError(f"asset {self._asset_name!r}: a discovered key's extra is not strict JSON: {exc}") from None
             if size > MAX_EXTRA_BYTES:
@@ -81,7 +78,7 @@ class DiscoveryCollector:
             raise DiscoveryError(
                 f"asset {self._asset_name!r} declared more than max_keys={limit} keys for {self._definition.domain}"
             )
-        self._keys[key] = None if extra is None else dict(extra)
+        self._keys[key] = extra
 
     def add(self, key: Any, extra: Any = None) -> None:
         with self._lock:
