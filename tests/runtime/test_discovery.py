@@ -28,12 +28,6 @@ WAIT = 10.0
 SECRET = "tenant-secret-5be1d0"
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_store(monkeypatch):
-    # Flows without store= must not record into a store named by the environment.
-    monkeypatch.delenv("PARTITA_STORE", raising=False)
-
-
 class Recorder:
     """An observer keeping (kind, asset, key, invocation/status) tuples in scheduler order."""
 

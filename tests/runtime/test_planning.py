@@ -20,11 +20,6 @@ import partita as p
 SECRET = "tenant-secret-c41d22"
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_store(monkeypatch):
-    monkeypatch.delenv("PARTITA_STORE", raising=False)
-
-
 def pipeline(*, discovered=("acme", "globex", "initech"), allowed=None, max_keys=None, calls=None):
     """tenants (producer, returns key -> 'out-<key>') -> load -> publish -> summary."""
     registry = p.AssetRegistry()

@@ -21,11 +21,6 @@ DOMAIN = "runtime:tenants"
 SECRET = "tenant-secret-90ab3e"
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_store(monkeypatch):
-    monkeypatch.delenv("PARTITA_STORE", raising=False)
-
-
 class Tenants:
     """A runtime domain whose producer discovers ``self.keys`` (settable between runs)."""
 
