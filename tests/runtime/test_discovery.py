@@ -970,19 +970,23 @@ def test_fanned_out_attempts_are_retried_per_key():
 # -- groups and resource policies on fanned-out attempts --------------------------------------------------
 
 
-def test_a_partition_group_over_two_fanned_out_assets_admits_one_key_at_a_time():
-    def tenants(context):
-        context.partition_keys = ["k1", "k2", "k3", "k4"]
+def _run_with_a_partition_group(keys, max_active_keys):
+    """Run the pipeline up to ``publish`` with ``load`` and ``publish`` in one group; the result and a recorder."""
 
-    pipeline = Pipeline(tenants)
+    def tenants(context):
+        context.partition_keys = keys
+
     recorder = Recorder()
-    flow = pipeline.flow(
+    flow = Pipeline(tenants).flow(
         targets=["publish"],
-        partition_groups=[p.PartitionGroup(["load", "publish"], max_active_keys=1)],
+        partition_groups=[p.PartitionGroup(["load", "publish"], max_active_keys=max_active_keys)],
         max_concurrency=16,
     )
+    return flow.run(observers=[recorder]), recorder
 
-    result = flow.run(observers=[recorder])
+
+def test_a_partition_group_over_two_fanned_out_assets_admits_one_key_at_a_time():
+    result, recorder = _run_with_a_partition_group(["k1", "k2", "k3", "k4"], max_active_keys=1)
 
     assert result.status is p.RunStatus.SUCCESS
     fanned = [event for event in recorder.events if event[1] != "tenants"]
@@ -995,18 +999,7 @@ def test_a_partition_group_over_two_fanned_out_assets_admits_one_key_at_a_time()
 
 
 def test_a_partition_group_with_two_active_keys_never_exceeds_two():
-    def tenants(context):
-        context.partition_keys = [f"k{i}" for i in range(6)]
-
-    pipeline = Pipeline(tenants)
-    recorder = Recorder()
-    flow = pipeline.flow(
-        targets=["publish"],
-        partition_groups=[p.PartitionGroup(["load", "publish"], max_active_keys=2)],
-        max_concurrency=16,
-    )
-
-    result = flow.run(observers=[recorder])
+    result, recorder = _run_with_a_partition_group([f"k{i}" for i in range(6)], max_active_keys=2)
 
     assert result.status is p.RunStatus.SUCCESS
     active: set = set()
