@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -33,7 +34,7 @@ def _flow(entry: str) -> Any:
 
 
 def test_two_daemons_racing_in_threads_start_one_run_per_key(store_url: str, entry: str) -> None:
-    with _closing(SqlStore(store_url)) as store:
+    with contextlib.closing(SqlStore(store_url)) as store:
         publish(store, *KEYS)
     flow = _flow(entry)
     stores = [SqlStore(store_url) for _ in range(2)]
@@ -60,17 +61,6 @@ def test_two_daemons_racing_in_threads_start_one_run_per_key(store_url: str, ent
     finally:
         for s in stores:
             s.close()
-
-
-class _closing:
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __enter__(self) -> Any:
-        return self.value
-
-    def __exit__(self, *exc: Any) -> None:
-        self.value.close()
 
 
 def _cli(*args: str, env: dict[str, str] | None = None, **kwargs: Any) -> Any:
