@@ -33,6 +33,13 @@ def _flow(entry: str) -> Any:
     return flow
 
 
+def _claim_the_only_request(evaluator: TriggerEvaluator) -> Any:
+    """One daemon's pass up to its claim: evaluate, take the single due request, claim it (``None`` if refused)."""
+    evaluator.evaluate()
+    (request,) = evaluator.due_requests()
+    return evaluator.claim(request)
+
+
 def test_two_daemons_racing_in_threads_start_one_run_per_key(store_url: str, entry: str) -> None:
     with contextlib.closing(SqlStore(store_url)) as store:
         publish(store, *KEYS)
@@ -80,9 +87,7 @@ def test_stale_cursor_read_does_not_start_the_same_event_set_twice(
     publish(store, "2024-01-01")
     flow = _flow(entry)
     first, second = TriggerEvaluator(flow, store), TriggerEvaluator(flow, store)
-    first.evaluate()
-    (request,) = first.due_requests()
-    claimed = first.claim(request)
+    claimed = _claim_the_only_request(first)
     assert claimed is not None
     # The second daemon read the cursor before the first one's pass committed.
     monkeypatch.setattr(second.triggers, "cursor", lambda flow_name: (0, None))
@@ -113,9 +118,7 @@ def test_stale_claim_is_taken_over_with_same_run_id(store: SqlStore, entry: str,
     publish(store, "2024-01-01")
     flow = _flow(entry)
     dead = TriggerEvaluator(flow, store)
-    dead.evaluate()
-    (request,) = dead.due_requests()
-    claimed = dead.claim(request)
+    claimed = _claim_the_only_request(dead)
     assert claimed is not None and claimed.run_id
     # The "daemon" dies here: claimed, run never started. Not stale yet: nobody takes it.
     survivor = TriggerEvaluator(flow, store)
@@ -153,9 +156,7 @@ def test_started_run_is_never_started_again(store: SqlStore, entry: str, monkeyp
     publish(store, "2024-01-01")
     flow = _flow(entry)
     evaluator = TriggerEvaluator(flow, store)
-    evaluator.evaluate()
-    (request,) = evaluator.due_requests()
-    claimed = evaluator.claim(request)
+    claimed = _claim_the_only_request(evaluator)
     assert claimed is not None
     run_request(evaluator, claimed)
     # Simulate a daemon killed after the run finished but before the request was marked finished.
