@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -13,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 import partita.automation.evaluation as evaluation
 from partita.automation.daemon import TriggerDaemon
 from partita.automation.evaluation import TriggerEvaluator, run_request
 from partita.cli.entry import load_trigger_flows
-from partita.store.schema import trigger_requests
+from partita.store.schema import runs, trigger_requests
 from partita.store.sql import SqlStore
 from partita.store.triggers import TriggerStore
 
@@ -105,8 +106,6 @@ def test_two_trigger_once_processes_on_postgresql(postgres_url: str, entry: str)
         outputs = [process.communicate(timeout=60) for process in processes]
         for process, (_out, err) in zip(processes, outputs, strict=True):
             assert process.returncode == 0, err
-        import json
-
         started = [json.loads(out)["started_runs"] for out, _ in outputs]
         assert sum(started) == len(KEYS)
         assert runs_per_key(store) == {key: 1 for key in KEYS}
@@ -221,10 +220,6 @@ def test_serve_killed_with_sigkill_then_restarted(tmp_path: Path, entry: str) ->
 
 def _started_runs_per_key(store: SqlStore) -> dict[str, int]:
     """Runs started per key: the run ids of its requests that have a run row (a killed run has no attempts)."""
-    from sqlalchemy import select
-
-    from partita.store.schema import runs
-
     query = select(trigger_requests.c.partition_key, trigger_requests.c.run_id).join(
         runs, runs.c.run_id == trigger_requests.c.run_id
     )
