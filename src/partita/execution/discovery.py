@@ -127,7 +127,7 @@ async def run_discovering_body_async(fn: Callable[..., Any], collector: Discover
     return DiscoveryOutcome(await fn(**kwargs), collector.declared())
 
 
-def discovered_outputs(asset_name: str, definition: PartitionAtRuntime, keys: tuple[str, ...], output: Any) -> list[Any]:
+def discovered_outputs(asset_name: str, keys: tuple[str, ...], output: Any) -> list[Any]:
     """Per-key outputs from the producer's return value (None, or a mapping over declared keys)."""
     if output is None:
         return [None] * len(keys)
@@ -171,7 +171,7 @@ class FanOut:
         definition = task.definition.partition_def
         keys = tuple(declared.key for declared in outcome.declared)
         task.discovered_keys = outcome.declared
-        task.discovered_outputs = discovered_outputs(task.name, definition, keys, outcome.output)
+        task.discovered_outputs = discovered_outputs(task.name, keys, outcome.output)
         self._run.record_discovery(task, definition.domain, outcome.declared, invocation)
         self.discoveries[task.name] = outcome.declared
         return outcome.output
