@@ -66,16 +66,23 @@ def _utc(timestamp: float | None) -> dt.datetime | None:
 _PG_ARRAY_TYPES = {Float: "float8[]", Integer: "int8[]", Boolean: "bool[]"}
 
 
-def _unnest_upsert(table: Any, keys: tuple[str, ...], only: set[str] | None = None) -> str:
-    """PostgreSQL upsert of a whole batch from column arrays (``unnest``)."""
+def _upsert_sql(table: Any, keys: tuple[str, ...], only: set[str] | None = None, *, unnest: bool) -> str:
+    """Driver SQL upserting rows of ``table``; ``only`` limits the columns a conflict updates.
+
+    ``unnest`` (PostgreSQL): one statement per batch, each column one array.
+    Otherwise one row per execution with ``?`` placeholders (SQLite's ``executemany``).
+    """
     names = [column.name for column in table.columns]
-    arrays = ", ".join(f"%s::{_PG_ARRAY_TYPES.get(type(column.type), 'text[]')}" for column in table.columns)
+    if unnest:
+        arrays = ", ".join(f"%s::{_PG_ARRAY_TYPES.get(type(column.type), 'text[]')}" for column in table.columns)
+        rows = f"SELECT * FROM unnest({arrays})"
+    else:
+        rows = f"VALUES ({', '.join('?' * len(names))})"
     updates = ", ".join(
         f"{name} = excluded.{name}" for name in names if name not in keys and (only is None or name in only)
     )
     return (
-        f"INSERT INTO {table.name} ({', '.join(names)}) SELECT * FROM unnest({arrays}) "
-        f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
+        f"INSERT INTO {table.name} ({', '.join(names)}) {rows} ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
     )
 
 
@@ -195,7 +202,7 @@ class SqlStore:
         except BaseException:
             self._engine.dispose()
             raise
-        self._upsert_attempts, self._upsert_invocations = self._prepare_upserts()
+        self._prepare_upserts()
         self._prepare_event_statements()
 
     # -- opening ----------------------------------------------------------------
@@ -303,33 +310,19 @@ class SqlStore:
                 config.attributes["version_table"] = VERSION_TABLE
                 command.upgrade(config, "head")
 
-    def _prepare_upserts(self) -> tuple[str, str]:
+    def _prepare_upserts(self) -> None:
         """Upsert statements as driver SQL: rows go to ``executemany`` as plain tuples.
 
         Skipping per-row parameter processing halves the writer's cost; the
-        SQL is the same on SQLite and PostgreSQL apart from the placeholder.
+        SQL is the same on SQLite and PostgreSQL apart from where the rows come from.
         """
-
-        def upsert(table: Any, keys: tuple[str, ...], only: set[str] | None = None) -> str:
-            names = [column.name for column in table.columns]
-            updates = ", ".join(
-                f"{name} = excluded.{name}" for name in names if name not in keys and (only is None or name in only)
-            )
-            return (
-                f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))}) "
-                f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
-            )
-
-        registry_keys = ("domain", "partition_key")
+        unnest = self._dialect == "postgresql"
+        self._upsert_attempts = _upsert_sql(attempts, ("run_id", "asset", "idx"), unnest=unnest)
+        self._upsert_invocations = _upsert_sql(invocations, ("run_id", "asset", "idx", "number"), unnest=unnest)
         # A rediscovered key keeps its first-seen time and becomes active again.
-        registry_updates = {"last_seen", "last_run_id", "retired"}
-        if self._dialect == "postgresql":
-            self._registry_upsert = _unnest_upsert(partitions, registry_keys, registry_updates)
-            return _unnest_upsert(attempts, ("run_id", "asset", "idx")), _unnest_upsert(
-                invocations, ("run_id", "asset", "idx", "number")
-            )
-        self._registry_upsert = upsert(partitions, registry_keys, registry_updates)
-        return upsert(attempts, ("run_id", "asset", "idx")), upsert(invocations, ("run_id", "asset", "idx", "number"))
+        self._registry_upsert = _upsert_sql(
+            partitions, ("domain", "partition_key"), {"last_seen", "last_run_id", "retired"}, unnest=unnest
+        )
 
     def _prepare_event_statements(self) -> None:
         """Driver SQL for emission and run starts: no statement construction per call."""
