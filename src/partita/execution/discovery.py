@@ -170,7 +170,6 @@ class FanOut:
         """
         definition = task.definition.partition_def
         keys = tuple(declared.key for declared in outcome.declared)
-        task.discovered_keys = outcome.declared
         task.discovered_outputs = discovered_outputs(task.name, keys, outcome.output)
         self._run.record_discovery(task, definition.domain, outcome.declared, invocation)
         self.discoveries[task.name] = outcome.declared
@@ -194,7 +193,7 @@ class FanOut:
                     for key_index in range(consumer.size):
                         run.decrement(consumer, key_index, result)
             return
-        keys = tuple(declared.key for declared in producer.discovered_keys)
+        keys = tuple(declared.key for declared in self.discoveries[producer.name])
         outputs = producer.discovered_outputs
         if any(task.deferred for task in run.tasks):
             for task in run.tasks:

@@ -58,7 +58,6 @@ class TaskState:
     upstreams: list[tuple[TaskState, Edge]] = field(default_factory=list)
     # The producer's output for each key position of its domain's tasks.
     discovered_outputs: list[Any] | None = None
-    discovered_keys: tuple[Any, ...] = ()
     # Selected keys the producer did not discover (skipped, not run).
     undiscovered: set[int] = field(default_factory=set)
     # Why a partitioned task without attempts was skipped (default: nothing selected).
