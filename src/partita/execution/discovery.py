@@ -181,37 +181,35 @@ class FanOut:
         from partita.results.model import AttemptStatus, SkipReason
 
         run = self._run
+        blocker = None
         if result.status is not AttemptStatus.SUCCESS:
+            blocker = result
             for task in run.tasks:
                 if task.deferred:
                     task.empty_reason = SkipReason.DEPENDENCY_FAILED
                     for consumer, edge in task.consumers:
                         if edge is Edge.GATHER:
                             run.decrement(consumer, 0, result)
-            for consumer, edge in producer.consumers:
-                if edge is Edge.DISCOVERY:
-                    for key_index in range(consumer.size):
-                        run.decrement(consumer, key_index, result)
-            return
-        keys = tuple(declared.key for declared in self.discoveries[producer.name])
-        outputs = producer.discovered_outputs
-        if any(task.deferred for task in run.tasks):
-            for task in run.tasks:
-                if task.deferred:
-                    self._size(task, keys)
         else:
-            # Explicit keys narrow the run: attempts exist per selected key;
-            # a selected key the producer did not discover is skipped.
-            position = {key: index for index, key in enumerate(keys)}
-            selected = run.plan.selection.keys
-            producer.discovered_outputs = [outputs[position[key]] if key in position else None for key in selected]
-            for consumer, edge in producer.consumers:
-                if edge is Edge.DISCOVERY:
-                    consumer.undiscovered = {index for index, key in enumerate(selected) if key not in position}
+            keys = tuple(declared.key for declared in self.discoveries[producer.name])
+            outputs = producer.discovered_outputs
+            if any(task.deferred for task in run.tasks):
+                for task in run.tasks:
+                    if task.deferred:
+                        self._size(task, keys)
+            else:
+                # Explicit keys narrow the run: attempts exist per selected key;
+                # a selected key the producer did not discover is skipped.
+                position = {key: index for index, key in enumerate(keys)}
+                selected = run.plan.selection.keys
+                producer.discovered_outputs = [outputs[position[key]] if key in position else None for key in selected]
+                for consumer, edge in producer.consumers:
+                    if edge is Edge.DISCOVERY:
+                        consumer.undiscovered = {index for index, key in enumerate(selected) if key not in position}
         for consumer, edge in producer.consumers:
             if edge is Edge.DISCOVERY:
                 for key_index in range(consumer.size):
-                    run.decrement(consumer, key_index, None)
+                    run.decrement(consumer, key_index, blocker)
 
     def _size(self, task: Any, keys: tuple[str, ...]) -> None:
         from partita.execution.graph import Edge
