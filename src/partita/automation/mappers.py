@@ -15,6 +15,7 @@ a daylight-saving day has 23 or 25 hourly keys in any time zone.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -83,6 +84,11 @@ class IdentityMapper(PartitionMapper):
 _PERIODS = ("hour", "day", "week", "month", "quarter", "year")
 
 
+def _next_month(first: dt.date) -> dt.date:
+    """The 1st of the month after ``first`` (the 1st of a month)."""
+    return first.replace(year=first.year + 1, month=1) if first.month == 12 else first.replace(month=first.month + 1)
+
+
 def _window(period: str, moment: dt.datetime | dt.date, week_start: int) -> tuple[dt.date | dt.datetime, dt.date | dt.datetime]:
     """[start, next start) of the calendar window containing ``moment`` (local wall time)."""
     if period == "hour":
@@ -97,7 +103,7 @@ def _window(period: str, moment: dt.datetime | dt.date, week_start: int) -> tupl
         return start, start + dt.timedelta(days=7)
     if period == "month":
         start = day.replace(day=1)
-        return start, (start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1))
+        return start, _next_month(start)
     if period == "quarter":
         start = day.replace(month=(day.month - 1) // 3 * 3 + 1, day=1)
         month = start.month + 3
@@ -131,13 +137,11 @@ class RollupMapper(PartitionMapper):
         extra = "" if self.minimum is None else f", minimum={self.minimum}"
         return f"RollupMapper({self.period!r}{extra})"
 
-    def _local(self, definition: PartitionDef, key: Any) -> dt.datetime | dt.date:
-        return key  # hourly keys are aware datetimes in the definition's zone; dates stay dates
-
     def downstream_keys(self, upstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[str, ...]:
         if upstream is None or downstream is None:
             raise ValueError("a roll-up maps between two time partition definitions")
-        start, _ = _window(self.period, self._local(upstream, upstream.parse_key(upstream_key)), self.week_start)
+        # Hourly keys parse to aware datetimes in the definition's zone; dates stay dates.
+        start, _ = _window(self.period, upstream.parse_key(upstream_key), self.week_start)
         return (downstream.format_key(self._downstream_key(downstream, start)),)
 
     def _downstream_key(self, downstream: PartitionDef, start: dt.date | dt.datetime) -> Any:
@@ -176,7 +180,7 @@ class RollupMapper(PartitionMapper):
             end_day = end.date() if isinstance(end, dt.datetime) else end
             while month < end_day:
                 candidates.append(month)
-                month = month.replace(year=month.year + 1, month=1) if month.month == 12 else month.replace(month=month.month + 1)
+                month = _next_month(month)
         elif isinstance(upstream, DatePartitionDef):
             day = start.date() if isinstance(start, dt.datetime) else start
             end_day = end.date() if isinstance(end, dt.datetime) else end
@@ -265,7 +269,7 @@ class ProductMapper(PartitionMapper):
             mapper = self._dimensions.get(name, IdentityMapper())
             text = definition.format_key(key[name])
             per_dimension.append(mapper.downstream_keys(text, definition, down.dimensions[name]))
-        return tuple("|".join(parts) for parts in _product(per_dimension))
+        return tuple("|".join(parts) for parts in itertools.product(*per_dimension))
 
     def requirement(self, downstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> Requirement:
         up, down = self._defs(upstream, downstream)
@@ -277,11 +281,4 @@ class ProductMapper(PartitionMapper):
             needed = mapper.requirement(definition.format_key(key[name]), up.dimensions[name], definition)
             per_dimension.append(needed.keys)
             minimum = needed.minimum if needed.minimum is not None else minimum
-        return Requirement(tuple("|".join(parts) for parts in _product(per_dimension)), minimum)
-
-
-def _product(parts: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
-    combos: list[tuple[str, ...]] = [()]
-    for options in parts:
-        combos = [(*combo, option) for combo in combos for option in options]
-    return combos
+        return Requirement(tuple("|".join(parts) for parts in itertools.product(*per_dimension)), minimum)
