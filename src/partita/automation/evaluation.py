@@ -54,7 +54,10 @@ class TriggerEvaluator:
         self.flow = flow
         self.store = store
         self.triggers = TriggerStore(store)
-        self._definitions = {definition.name: definition for definition in flow.closure()}
+        # The first partitioned definition of the closure: fixed for the flow, so found once.
+        self._consumer_def = next(
+            (d.partition_def for d in flow.closure() if d.partition_def is not None), None
+        )
         self._last_stale_check = float("-inf")
         self._registry = flow.registry
 
@@ -64,8 +67,7 @@ class TriggerEvaluator:
 
     @property
     def consumer_def(self) -> Any:
-        partitioned = [d.partition_def for d in self._definitions.values() if d.partition_def is not None]
-        return partitioned[0] if partitioned else None
+        return self._consumer_def
 
     # -- deciding ---------------------------------------------------------------
 
@@ -194,11 +196,13 @@ class TriggerEvaluator:
 
     def claim(self, request: TriggerRequest) -> TriggerRequest | None:
         run_id = request.run_id or uuid.uuid4().hex
-        if not self.triggers.claim(request, run_id, time.time()):
+        # The returned claim carries the claimed_at the store recorded (a takeover matches on it).
+        now = time.time()
+        if not self.triggers.claim(request, run_id, now):
             return None  # another daemon took it
         return TriggerRequest(
             request.id, request.flow, request.partition_key, request.generation, "claimed",
-            request.event_ids, run_id, request.created_at, time.time(),
+            request.event_ids, run_id, request.created_at, now,
         )
 
     def finish(self, request: TriggerRequest) -> None:
