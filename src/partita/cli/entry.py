@@ -43,10 +43,10 @@ def load_registry(spec: str) -> AssetRegistry:
     if name is not None:
         return load_entry(spec).registry
     with fresh_default_registry() as registry:
-        module = _load_file(Path(location)) if location.endswith(".py") or Path(location).is_file() else _import_module(location)
+        module = _load_module(location)
     if len(registry):
         return registry
-    flows = [value for value in vars(module).values() if isinstance(value, Flow)]
+    flows = _module_flows(module)
     if not flows:
         raise EntryLoadError(f"entry {spec!r} registers no assets")
     return flows[0].registry
@@ -60,8 +60,7 @@ def load_trigger_flows(spec: str) -> list[Flow]:
         flows = [flow]
     else:
         with fresh_default_registry():
-            module = _load_file(Path(location)) if location.endswith(".py") or Path(location).is_file() else _import_module(location)
-        flows = [value for value in vars(module).values() if isinstance(value, Flow)]
+            flows = _module_flows(_load_module(location))
     triggered = [flow for flow in flows if flow.trigger is not None]
     if not triggered:
         raise EntryLoadError(f"entry {spec!r} defines no Flow with a trigger (Flow(..., trigger=OnAssetEvents(...)))")
@@ -78,7 +77,7 @@ def load_entry(spec: str) -> Flow:
     # The fresh registry stays the default while a factory runs, so a Flow it
     # builds without registry= sees the assets the entry just registered.
     with fresh_default_registry() as registry:
-        if location.endswith(".py") or Path(location).is_file():
+        if _is_file_location(location):
             module = _load_file(Path(location))
         elif _MODULE_PATH.fullmatch(location):
             module = _import_module(location)
@@ -90,6 +89,20 @@ def load_entry(spec: str) -> Flow:
         if name is not None:
             return _named_flow(module, name, spec)
         return _default_flow(module, registry, spec)
+
+
+def _is_file_location(location: str) -> bool:
+    return location.endswith(".py") or Path(location).is_file()
+
+
+def _load_module(location: str) -> ModuleType:
+    """The module at ``location``: a Python file, else a module path."""
+    return _load_file(Path(location)) if _is_file_location(location) else _import_module(location)
+
+
+def _module_flows(module: ModuleType) -> list[Flow]:
+    """The Flow objects the module defines at top level, in definition order."""
+    return [value for value in vars(module).values() if isinstance(value, Flow)]
 
 
 def _load_file(path: Path) -> ModuleType:
