@@ -77,7 +77,6 @@ def _entry_argument(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.argument("entry")(command)
 
 
-
 def _selection_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(

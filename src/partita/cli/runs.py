@@ -28,8 +28,6 @@ _STATUSES = ("running", "interrupted", "success", "failed", "cancelled")
 _STYLE = {"success": "green", "failed": "red", "cancelled": "magenta", "interrupted": "magenta", "running": "cyan"}
 
 
-
-
 def _summary(run: StoredRun) -> dict[str, Any]:
     header = run.header
     return {
