@@ -25,8 +25,6 @@ import time
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy.engine import make_url
-
 from partita.store.sql import SqlStore
 
 __all__ = ["CHANNEL", "LISTENER_APPLICATION_NAME", "EventListener", "listen_for_events"]
@@ -223,5 +221,4 @@ def listen_for_events(store: SqlStore, *, assets: Collection[str] | None = None)
     """A listener for the events committed to ``store``; ``None`` on SQLite, where callers poll."""
     if store.dialect != "postgresql":
         return None
-    conninfo = make_url(store.connect_url).set(drivername="postgresql").render_as_string(hide_password=False)
-    return EventListener(conninfo, assets=assets)
+    return EventListener(store._psycopg_conninfo, assets=assets)  # noqa: SLF001 - the emission connections' conninfo
