@@ -218,21 +218,22 @@ class FanOut:
         run = self._run
         size = len(keys)
         task.size, task.keys = size, keys
-        task.pending = [0] * size
         task.outputs = [None] * size
         task.results = [None] * size
         if task.materialization_ids is not None:
             task.materialization_ids = [None] * size
+        waiting = 0  # every key waits on the same inputs
         for upstream, edge in task.upstreams:
             if edge in (Edge.DISCOVERY, Edge.SAME_KEY):
-                task.pending = [count + 1 for count in task.pending]
+                waiting += 1
             elif edge is Edge.FAN_OUT:
                 finished = upstream.results[0]
                 if finished is None:
-                    task.pending = [count + 1 for count in task.pending]
+                    waiting += 1
                 elif finished.status is not AttemptStatus.SUCCESS:
                     for key_index in range(size):
                         task.blockers.setdefault(key_index, []).append(finished)
+        task.pending = [waiting] * size
         run.remaining += size
         for consumer, edge in task.consumers:
             if edge is Edge.GATHER:
