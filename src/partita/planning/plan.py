@@ -206,15 +206,20 @@ def _plan_resources(
     return tuple(ResourcePlan(name, resources[name], tuple(assets)) for name, assets in users.items())
 
 
-def _discovers(definition: AssetDefinition, selection: Selection) -> bool:
-    """The runtime producer discovers unless the run deliberately selects no partitions."""
-    return definition.name == selection.producer and selection.kind is not SelectionKind.EMPTY
-
-
-def _attempts(definition: AssetDefinition, selection: Selection) -> int | None:
-    if not definition.partitioned or _discovers(definition, selection):
-        return 1  # a discovering producer runs once per run
-    return selection.key_count
+def _task_plan(definition: AssetDefinition, selection: Selection, group: int | None) -> TaskPlan:
+    # The runtime producer discovers unless the run deliberately selects no partitions;
+    # a discovering producer runs once per run, without a key.
+    discovers = definition.name == selection.producer and selection.kind is not SelectionKind.EMPTY
+    partitioned = definition.partitioned and not discovers
+    return TaskPlan(
+        name=definition.name,
+        deps=definition.deps,
+        partitioned=partitioned,
+        attempt_count=selection.key_count if partitioned else 1,
+        group=group,
+        definition=definition,
+        discovers=discovers,
+    )
 
 
 def build_plan(
@@ -234,18 +239,7 @@ def build_plan(
     selection = select_partitions(closure, config, key_source)
     groups = plan_groups(partition_groups, by_name)
     group_of = {name: index for index, group in enumerate(groups) for name in group.assets}
-    tasks = tuple(
-        TaskPlan(
-            name=definition.name,
-            deps=definition.deps,
-            partitioned=definition.partitioned and not _discovers(definition, selection),
-            attempt_count=_attempts(definition, selection),
-            group=group_of.get(definition.name),
-            definition=definition,
-            discovers=_discovers(definition, selection),
-        )
-        for definition in closure
-    )
+    tasks = tuple(_task_plan(definition, selection, group_of.get(definition.name)) for definition in closure)
     max_concurrency = config.max_concurrency if config.max_concurrency is not None else default_max_concurrency
     return FlowPlan(
         targets=tuple(targets),
