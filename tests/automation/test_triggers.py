@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from typing import Any
 
 import pytest
 
 import partita as p
+from partita.automation.daemon import TriggerDaemon
 from partita.automation.evaluation import TriggerEvaluator, run_request
 from partita.errors import DefinitionError
 from partita.store.sql import SqlStore
@@ -52,14 +54,27 @@ def test_declarations_describe_themselves() -> None:
     assert trigger.describe()["kind"] == "asset_events"
     cron = p.CronPartitions("0 * * * *", start="2024-01-01T00:00", timezone="Europe/Berlin")
     assert cron.start.tzinfo is not None and cron.start.utcoffset() == dt.timedelta(hours=1)
-    assert cron.describe() == {"kind": "cron", "cron": "0 * * * *", "timezone": "Europe/Berlin", "start": cron.start.isoformat()}
+    assert cron.describe() == {
+        "kind": "cron",
+        "cron": "0 * * * *",
+        "timezone": "Europe/Berlin",
+        "start": cron.start.isoformat(),
+    }
 
 
 # -- helpers -------------------------------------------------------------------------
 
 
 class Setup:
-    def __init__(self, store: SqlStore, up_def: Any = DAYS, down_def: Any = DAYS, mapper: Any = None, name: str = "consumer_flow", extra_assets: bool = False) -> None:
+    def __init__(
+        self,
+        store: SqlStore,
+        up_def: Any = DAYS,
+        down_def: Any = DAYS,
+        mapper: Any = None,
+        name: str = "consumer_flow",
+        extra_assets: bool = False,
+    ) -> None:
         self.store = store
         self.registry = p.AssetRegistry()
         self.seen: list[tuple[Any, list[int]]] = []
@@ -77,7 +92,9 @@ class Setup:
             self.seen.append((context.partition_key, sorted(event.id for event in context.triggering_events)))
             return 1
 
-        self.flow = p.Flow(["consumer"], registry=self.registry, name=name, trigger=p.OnAssetEvents(["raw"], mapper=mapper))
+        self.flow = p.Flow(
+            ["consumer"], registry=self.registry, name=name, trigger=p.OnAssetEvents(["raw"], mapper=mapper)
+        )
         self.evaluator = TriggerEvaluator(self.flow, store)
 
     def publish(self, key: Any, asset: str = "raw") -> int:
@@ -280,3 +297,43 @@ def test_cron_nothing_before_first_tick(store: SqlStore) -> None:
     evaluator, _ = _cron_setup(store, UTC_HOURS, p.CronPartitions("0 * * * *", start=start))
     assert evaluator.evaluate(now=start + dt.timedelta(minutes=59)).scheduled == []
     assert evaluator.due_requests() == []
+
+
+# -- daemon passes -----------------------------------------------------------------
+
+
+def test_a_full_daemon_still_evaluates_every_flow(store: SqlStore) -> None:
+    """One flow's backlog filling the slots must not hide another flow's events."""
+    registry = p.AssetRegistry()
+    release = threading.Event()
+
+    @p.asset(partition_def=DAYS, registry=registry)
+    def left_raw() -> int:
+        return 1
+
+    @p.asset(partition_def=DAYS, registry=registry)
+    def right_raw() -> int:
+        return 1
+
+    @p.asset(partition_def=DAYS, registry=registry)
+    def left(context: Any) -> int:
+        release.wait(30)
+        return 1
+
+    @p.asset(partition_def=DAYS, registry=registry)
+    def right(context: Any) -> int:
+        return 1
+
+    left_flow = p.Flow(["left"], name="left_flow", registry=registry, trigger=p.OnAssetEvents(["left_raw"]))
+    right_flow = p.Flow(["right"], name="right_flow", registry=registry, trigger=p.OnAssetEvents(["right_raw"]))
+    for key in ("2026-08-01", "2026-08-02"):
+        p.publish_event(store, registry, "left_raw", partition_key=key)
+    p.publish_event(store, registry, "right_raw", partition_key="2026-08-01")
+    daemon = TriggerDaemon([left_flow, right_flow], store, max_in_flight=1)
+    try:
+        assert daemon._pass() == 1  # noqa: SLF001 - one pass, the slot taken by the left flow
+        pending = TriggerStore(store).requests("right_flow", ("pending",))
+        assert [request.partition_key for request in pending] == ["2026-08-01"]
+    finally:
+        release.set()
+    assert daemon.run_once() == 2  # the left flow's second request, then the right flow's

@@ -156,8 +156,8 @@ class TriggerDaemon:
         """Process what is pending now: pass until a pass starts nothing, waiting for runs between passes."""
         started = 0
         while True:
+            concurrent.futures.wait(list(self._in_flight))  # a pass facing full slots would start nothing
             newly = self._pass()
-            concurrent.futures.wait(list(self._in_flight))
             started += newly
             if newly == 0:
                 break
@@ -221,22 +221,29 @@ class TriggerDaemon:
         return announced
 
     def _pass(self, evaluate: bool = True) -> int:
-        """Evaluate triggers (when due) and fill free slots with due requests."""
+        """Evaluate triggers (when due) and fill free slots with due requests.
+
+        Every flow is evaluated even when the slots are full: its requests
+        are then recorded and wait for a slot, instead of waiting unseen
+        behind another flow's backlog.
+        """
         started = 0
+        full = False
         for evaluator in self.evaluators:
             if evaluate:
                 report = evaluator.evaluate()
                 self._paused[evaluator.flow.name] = report.paused
                 for event_id, reason in report.rejected:
                     log.warning("event ignored: %s", reason, extra={"flow": evaluator.flow.name, "request": event_id})
-            if self._paused.get(evaluator.flow.name):
+            if full or self._paused.get(evaluator.flow.name):
                 continue
             for request in evaluator.due_requests(limit=4 * self.max_in_flight):
                 if self._stop.is_set():
                     return started
                 self._in_flight = {future for future in self._in_flight if not future.done()}
                 if len(self._in_flight) >= self.max_in_flight:
-                    return started
+                    full = True
+                    break
                 claimed = evaluator.claim(request)
                 if claimed is None:
                     continue
