@@ -8,8 +8,10 @@ round-trips through the definitions' own text:
 - ``requirement(downstream_key)``: the upstream keys that must all have an
   event before the consumer runs (or at least ``minimum`` of them).
 
-Roll-ups enumerate their window with the upstream definition's own range, so
-a daylight-saving day has 23 or 25 hourly keys in any time zone.
+Roll-ups list every upstream key in their window (hours walked in UTC and
+seen in the definition's time zone, so a daylight-saving day has 23 or 25),
+then keep those within the upstream definition's bounds: a window that
+starts before the definition still needs only the keys that can exist.
 """
 
 from __future__ import annotations
