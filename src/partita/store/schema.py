@@ -111,6 +111,10 @@ invocations = Table(
     sqlite_with_rowid=False,
 )
 
+# Published events carry a dedupe identity; outlet and discovery events (null
+# dedupe key, written once with their attempt) stay out of these partial indexes.
+_PUBLISHED = text("dedupe_key IS NOT NULL")
+
 events = Table(
     "partita_events",
     metadata,
@@ -134,14 +138,14 @@ events = Table(
         "uq_partita_events_dedupe_key",
         "dedupe_key",
         unique=True,
-        sqlite_where=text("dedupe_key IS NOT NULL"),
-        postgresql_where=text("dedupe_key IS NOT NULL"),
+        sqlite_where=_PUBLISHED,
+        postgresql_where=_PUBLISHED,
     ),
     Index(
         "ix_partita_events_run",
         "source_run_id",
-        sqlite_where=text("dedupe_key IS NOT NULL"),
-        postgresql_where=text("dedupe_key IS NOT NULL"),
+        sqlite_where=_PUBLISHED,
+        postgresql_where=_PUBLISHED,
     ),
 )
 
