@@ -186,15 +186,7 @@ class TriggerStore:
             marks = ", ".join("?" * len(chunk))
             params = (flow, *chunk)
             # The events that arrived while a key waited trigger its run too.
-            earlier = {
-                row[0]: json.loads(row[1])
-                for row in connection.exec_driver_sql(
-                    sql(
-                        f"SELECT partition_key, event_ids FROM {waiting_table} WHERE flow = ? AND partition_key IN ({marks})"
-                    ),
-                    params,
-                )
-            }
+            earlier = self._waiting_events(connection, flow, chunk)
             open_requests = {
                 row[1]: (row[0], json.loads(row[2]))
                 for row in connection.exec_driver_sql(
@@ -240,16 +232,7 @@ class TriggerStore:
         waiting_keys = list(waiting)
         for start in range(0, len(waiting_keys), _CHUNK):
             chunk = waiting_keys[start : start + _CHUNK]
-            known = {
-                row[0]: json.loads(row[1])
-                for row in connection.exec_driver_sql(
-                    sql(
-                        f"SELECT partition_key, event_ids FROM {waiting_table} "
-                        f"WHERE flow = ? AND partition_key IN ({', '.join('?' * len(chunk))})"
-                    ),
-                    (flow, *chunk),
-                )
-            }
+            known = self._waiting_events(connection, flow, chunk)
             fresh = [(flow, key, now, json.dumps(sorted(set(waiting[key])))) for key in chunk if key not in known]
             grown = [
                 (json.dumps(sorted(set(known[key]) | set(waiting[key]))), flow, key) for key in chunk if key in known
@@ -265,6 +248,17 @@ class TriggerStore:
                 connection.exec_driver_sql(
                     sql(f"UPDATE {waiting_table} SET event_ids = ? WHERE flow = ? AND partition_key = ?"), grown
                 )
+
+    def _waiting_events(self, connection: Any, flow: str, keys: Sequence[str]) -> dict[str, list[int]]:
+        """The event ids each of ``keys`` (at most one chunk) has been waiting with."""
+        query = (
+            f"SELECT partition_key, event_ids FROM {trigger_waiting.name} "
+            f"WHERE flow = ? AND partition_key IN ({', '.join('?' * len(keys))})"
+        )
+        return {
+            row[0]: json.loads(row[1])
+            for row in connection.exec_driver_sql(self.store.driver_sql(query), (flow, *keys))
+        }
 
     def record_schedule(self, flow: str, keys: Sequence[str], last_tick: float, now: float) -> None:
         """One request per elapsed schedule key (generation 0: a key is scheduled once)."""
