@@ -199,7 +199,8 @@ def test_process_executor_bodies_publish_into_the_store_as_their_attempts(store_
 
     result = flow.run({"partition_keys": ["acme-private-7731"]})
 
-    assert result.status is p.RunStatus.SUCCESS
+    failures = [(name, attempt.failure) for name, task in result.tasks.items() for attempt in task.attempts]
+    assert result.status is p.RunStatus.SUCCESS, failures  # the message names an intermittent failure's cause
     events = {event.id: event for event in published(store_url)}
     sync_ids = result.tasks["process_producer"].attempts[0].output
     async_id = result.tasks["async_process_producer"].attempts[0].output
