@@ -22,7 +22,7 @@ from partita.automation.evaluation import TriggerEvaluator, run_request
 from partita.cli.entry import load_trigger_flows
 from partita.store.schema import runs, trigger_requests
 from partita.store.sql import SqlStore
-from partita.store.triggers import TriggerStore
+from partita.store.triggers import EventPosition, TriggerStore
 
 from .conftest import publish, runs_per_key, wait_for
 
@@ -91,7 +91,7 @@ def test_stale_cursor_read_does_not_start_the_same_event_set_twice(
     claimed = _claim_the_only_request(first)
     assert claimed is not None
     # The second daemon read the cursor before the first one's pass committed.
-    monkeypatch.setattr(second.triggers, "cursor", lambda flow_name: (0, None))
+    monkeypatch.setattr(second.triggers, "cursor", lambda flow_name: (EventPosition(), None))
     second.evaluate()
     assert second.due_requests() == []
     run_request(first, claimed)
@@ -172,7 +172,7 @@ def test_nothing_pending_is_lost_across_restart(store: SqlStore, entry: str) -> 
     flow = _flow(entry)
     # First "daemon" records the pass (cursor advanced, requests open), then dies.
     TriggerEvaluator(flow, store).evaluate()
-    assert TriggerStore(store).cursor("consumer_flow")[0] > 0
+    assert TriggerStore(store).cursor("consumer_flow")[0].event_id > 0
     publish(store, "2024-01-03")
     restarted = TriggerDaemon([flow], store)
     assert restarted.run_once() == 3

@@ -176,7 +176,7 @@ def engine(store_url: str) -> Iterator[Engine]:
 def test_the_notification_trigger_exists_on_postgresql_only(store_url: str, engine: Engine) -> None:
     SqlStore(store_url).close()
 
-    assert SCHEMA_HEAD == "0005" == KNOWN_REVISIONS[-1]
+    assert "0005" in KNOWN_REVISIONS and SCHEMA_HEAD == KNOWN_REVISIONS[-1]
     assert _has_notify_trigger(engine) is (engine.dialect.name == "postgresql")
 
 

@@ -90,7 +90,8 @@ class TriggerEvaluator:
         report.new_events = len(new)
         consumer = self.consumer_def
         affected: dict[str, list[int]] = {}
-        for event_id, asset, key in new:
+        for position, asset, key in new:
+            event_id = position.event_id
             try:
                 keys = trigger.mapper.downstream_keys(key or "", self._partition_def(asset), consumer)
             except Exception as exc:  # noqa: BLE001 - a broken mapper rejects this event, not the pass

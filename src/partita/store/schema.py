@@ -25,6 +25,7 @@ from sqlalchemy import (
 
 __all__ = [
     "KNOWN_REVISIONS",
+    "POSTGRESQL_ONLY",
     "SCHEMA_HEAD",
     "VERSION_TABLE",
     "attempts",
@@ -35,6 +36,7 @@ __all__ = [
     "partitions",
     "runs",
     "trigger_requests",
+    "trigger_runs",
     "trigger_waiting",
     "trigger_cursors",
     "flow_state",
@@ -42,8 +44,11 @@ __all__ = [
 ]
 
 #: Every migration revision this version ships, oldest first.
-KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005")
+KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006")
 SCHEMA_HEAD = KNOWN_REVISIONS[-1]
+#: Columns and indexes that exist on PostgreSQL only and that no query built
+#: from these tables names (driver SQL reads them): (table, column, index).
+POSTGRESQL_ONLY = (("partita_events", "txid", "ix_partita_events_txid"),)
 #: Alembic's bookkeeping table, named for partita so a database shared with
 #: another Alembic-managed application keeps both histories apart.
 VERSION_TABLE = "partita_alembic_version"
@@ -115,6 +120,9 @@ invocations = Table(
 # dedupe key, written once with their attempt) stay out of these partial indexes.
 _PUBLISHED = text("dedupe_key IS NOT NULL")
 
+# On PostgreSQL revision 0006 adds ``txid`` (the inserting transaction's id,
+# filled by the database): triggers consume events in commit order through it.
+# It is not described here, so no insert names it and SQLite has no such column.
 events = Table(
     "partita_events",
     metadata,
@@ -183,14 +191,33 @@ trigger_requests = Table(
     # One request per (flow, key, generation): new events join the open request
     # until its run starts; later events open the next generation.
     Column("generation", Integer, nullable=False),
-    Column("status", String(16), nullable=False),  # pending | claimed | finished
+    Column("status", String(16), nullable=False),  # pending | claimed | finished | abandoned
     Column("event_ids", Text, nullable=False),  # JSON list of triggering event ids
-    Column("run_id", String(64)),
+    Column("run_id", String(64)),  # the run of the current try, fixed when it is claimed
     Column("created_at", Float, nullable=False),
     Column("claimed_at", Float),
     Column("finished_at", Float),
+    # Runs started for this request: 1 after the first start, more after follow-ups of interrupted runs.
+    Column("tries", Integer, nullable=False, server_default="0"),
+    # Starts that failed in a row (the store refused the run's start); reset by a start.
+    Column("start_failures", Integer, nullable=False, server_default="0"),
+    Column("not_before", Float),  # a pending request is not due before this time (backoff)
+    Column("last_error", Text),  # why the last start failed, or why the request was abandoned
     UniqueConstraint("flow", "partition_key", "generation", name="uq_partita_trigger_requests"),
     Index("ix_partita_trigger_requests_status", "flow", "status"),
+)
+
+trigger_runs = Table(
+    "partita_trigger_runs",
+    metadata,
+    # How a consumer run was launched: its request, its try, and the interrupted run it follows.
+    Column("run_id", String(64), primary_key=True),
+    Column("request_id", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
+    Column("flow", Text, nullable=False),
+    Column("try", Integer, nullable=False),
+    Column("follows_run_id", String(64)),
+    Column("created_at", Float, nullable=False),
+    Index("ix_partita_trigger_runs_request", "request_id"),
 )
 
 trigger_waiting = Table(
@@ -206,7 +233,11 @@ trigger_cursors = Table(
     "partita_trigger_cursors",
     metadata,
     Column("flow", Text, primary_key=True),
+    # The position of the last event consumed, in commit order: (transaction id,
+    # event id) on PostgreSQL, where ids are not assigned in commit order;
+    # (0, event id) on SQLite, where they are.
     Column("last_event_id", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
+    Column("last_event_txid", BigInteger().with_variant(Integer(), "sqlite"), nullable=False, server_default="0"),
     Column("last_tick", Float),
 )
 

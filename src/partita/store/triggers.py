@@ -21,9 +21,24 @@ from partita.errors import StoreError
 from partita.store.schema import daemons, events, flow_state, runs, trigger_cursors, trigger_requests, trigger_waiting
 from partita.store.sql import SqlStore
 
-__all__ = ["TriggerRequest", "TriggerStore", "WaitingKey"]
+__all__ = ["EventPosition", "TriggerRequest", "TriggerStore", "WaitingKey"]
 
 _CHUNK = 500
+
+#: Every transaction with a smaller id has ended (committed or rolled back).
+_SETTLED_TXID = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class EventPosition:
+    """Where a reader of the event log stands, in commit order.
+
+    ``txid`` is the inserting transaction's id on PostgreSQL and 0 on SQLite
+    (whose ids already follow commit order); events sort by (txid, event_id).
+    """
+
+    txid: int = 0
+    event_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +85,13 @@ class TriggerStore:
 
     # -- cursors and pauses ----------------------------------------------------
 
-    def cursor(self, flow: str) -> tuple[int, float | None]:
+    def cursor(self, flow: str) -> tuple[EventPosition, float | None]:
+        """The position of the last event the flow consumed, and its last schedule tick."""
         with self.store._failures("read the trigger cursor"), self._engine.connect() as connection:  # noqa: SLF001
             row = connection.execute(select(trigger_cursors).where(trigger_cursors.c.flow == flow)).first()
-        return (0, None) if row is None else (int(row.last_event_id), row.last_tick)
+        if row is None:
+            return EventPosition(), None
+        return EventPosition(int(row.last_event_txid), int(row.last_event_id)), row.last_tick
 
     def is_paused(self, flow: str) -> bool:
         with self.store._failures("read the flow state"), self._engine.connect() as connection:  # noqa: SLF001
@@ -90,16 +108,38 @@ class TriggerStore:
 
     # -- events ----------------------------------------------------------------
 
-    def new_events(self, assets: Sequence[str], since: int, limit: int = 10_000) -> list[tuple[int, str, str | None]]:
-        """(id, asset, key) of events after ``since`` for the given assets, in id order."""
-        query = (
-            select(events.c.id, events.c.asset, events.c.partition_key)
-            .where(events.c.asset.in_(list(assets)), events.c.id > since)
-            .order_by(events.c.id)
-            .limit(limit)
-        )
+    def new_events(
+        self, assets: Sequence[str], after: EventPosition, limit: int = 10_000
+    ) -> list[tuple[EventPosition, str, str | None]]:
+        """(position, asset, key) of the settled events after ``after`` for ``assets``, in commit order.
+
+        SQLite commits one writer at a time, so event ids follow commit order.
+        PostgreSQL assigns an id when a transaction inserts and shows the row
+        when it commits: a smaller id can appear after a larger one was read.
+        There events are read in (transaction id, id) order and only from
+        transactions older than every transaction still in progress (the
+        snapshot's xmin, read in a statement of its own before the rows are),
+        so no event can later appear behind the cursor. An event waits until
+        every older transaction has ended, a long one included.
+        """
+        names = list(assets)
         with self.store._failures("read new events"), self._engine.connect() as connection:  # noqa: SLF001
-            return [(int(row[0]), row[1], row[2]) for row in connection.execute(query)]
+            if self.store.dialect != "postgresql":
+                query = (
+                    select(events.c.id, events.c.asset, events.c.partition_key)
+                    .where(events.c.asset.in_(names), events.c.id > after.event_id)
+                    .order_by(events.c.id)
+                    .limit(limit)
+                )
+                return [(EventPosition(0, int(row[0])), row[1], row[2]) for row in connection.execute(query)]
+            settled = connection.exec_driver_sql(_SETTLED_TXID).scalar_one()
+            rows = connection.exec_driver_sql(
+                f"SELECT txid, id, asset, partition_key FROM {events.name} "
+                f"WHERE (txid, id) > (%s, %s) AND txid < %s AND asset IN ({', '.join(['%s'] * len(names))}) "
+                "ORDER BY txid, id LIMIT %s",
+                (after.txid, after.event_id, int(settled), *names, limit),
+            )
+            return [(EventPosition(int(row[0]), int(row[1])), row[2], row[3]) for row in rows]
 
     def keys_with_events(self, asset: str, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` have at least one event of ``asset``."""
@@ -126,8 +166,8 @@ class TriggerStore:
         flow: str,
         ready: dict[str, list[int]],
         waiting: dict[str, list[int]],
-        expected_cursor: int,
-        cursor: int,
+        expected_cursor: EventPosition,
+        cursor: EventPosition,
         last_tick: float | None,
         now: float,
     ) -> bool:
@@ -143,9 +183,10 @@ class TriggerStore:
                 self._record(connection, flow, ready, waiting, now)
                 connection.exec_driver_sql(  # the row exists: _cursor_unchanged created it
                     self.store.driver_sql(
-                        f"UPDATE {trigger_cursors.name} SET last_event_id = ?, last_tick = ? WHERE flow = ?"
+                        f"UPDATE {trigger_cursors.name} SET last_event_txid = ?, last_event_id = ?, last_tick = ? "
+                        "WHERE flow = ?"
                     ),
-                    (cursor, last_tick, flow),
+                    (cursor.txid, cursor.event_id, last_tick, flow),
                 )
         except StoreError as exc:
             if isinstance(exc.__cause__, IntegrityError):
@@ -153,7 +194,7 @@ class TriggerStore:
             raise
         return True
 
-    def _cursor_unchanged(self, connection: Any, flow: str, expected: int) -> bool:
+    def _cursor_unchanged(self, connection: Any, flow: str, expected: EventPosition) -> bool:
         """Lock the flow's cursor row and compare it with what the pass read.
 
         The row is created first if missing: a lock on a row that does not
@@ -168,11 +209,13 @@ class TriggerStore:
             ),
             (flow,),
         )
-        query = select(trigger_cursors.c.last_event_id).where(trigger_cursors.c.flow == flow)
+        query = select(trigger_cursors.c.last_event_txid, trigger_cursors.c.last_event_id).where(
+            trigger_cursors.c.flow == flow
+        )
         if self.store.dialect == "postgresql":
             query = query.with_for_update()
         row = connection.execute(query).first()
-        return row is not None and int(row[0]) == expected
+        return row is not None and EventPosition(int(row[0]), int(row[1])) == expected
 
     def _record(
         self, connection: Any, flow: str, ready: dict[str, list[int]], waiting: dict[str, list[int]], now: float
