@@ -131,11 +131,11 @@ def test_concurrent_producers_against_serve_start_exactly_one_run_per_key(postgr
     first = dt.date(2000, 1, 1)
     keys = [(first + dt.timedelta(days=n)).isoformat() for n in range(PRODUCERS * KEYS_PER_PRODUCER)]
     SqlStore(postgres_url).close()  # migrated before the daemon and the producers start
+    log = (tmp_path / "serve.log").open("w")  # a pipe nobody reads would fill up and stall the daemon
     daemon = subprocess.Popen(
         [sys.executable, "-m", "partita", "serve", str(path), "--store", postgres_url, "--max-in-flight", "4"],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+        stderr=log,
         env={**os.environ, "PARTITA_STORE": postgres_url},
     )
     errors: list[BaseException] = []
@@ -162,8 +162,9 @@ def test_concurrent_producers_against_serve_start_exactly_one_run_per_key(postgr
         consumed = time.monotonic() - began
     finally:
         daemon.send_signal(signal.SIGTERM)
-        _, stderr = daemon.communicate(timeout=120)
-    assert daemon.returncode == 0, stderr[-2000:]
+        daemon.wait(timeout=120)
+        log.close()
+    assert daemon.returncode == 0, (tmp_path / "serve.log").read_text()[-2000:]
     counts = _consumer_runs_per_key(postgres_url)
     assert set(counts) == set(keys)
     assert set(counts.values()) == {1}

@@ -110,6 +110,9 @@ def test_batch_validation_documents_match_their_schemas(url: str):
         "would_start": ["41", "42"],
         "waiting": [],
         "rejected_events": [],
+        "follow_ups": [],
+        "retrying": [],
+        "abandoned": [],
     }
     assert _trigger_once(BATCH_VALIDATION, url) == 2
     assert _pending(BATCH_VALIDATION, url)["flows"][0]["would_start"] == []

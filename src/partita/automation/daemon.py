@@ -120,7 +120,10 @@ class TriggerDaemon:
         self._stop = threading.Event()
         self._in_flight: set[concurrent.futures.Future[Any]] = set()
         self._pool = concurrent.futures.ThreadPoolExecutor(max_in_flight, thread_name_prefix="partita-consumer")
+        #: Consumer runs started, and claimed runs whose start the store refused (their requests stay pending).
         self.started_runs = 0
+        self.unstarted_runs = 0
+        self._counts = threading.Lock()
         # Set while serving when a run finishes (its slot is refilled at once) or on stop.
         self._wakeup: _Wakeup | None = None
         self._paused: dict[str, bool] = {}
@@ -147,22 +150,33 @@ class TriggerDaemon:
         listener = self._listener
         return listener is not None and listener.listening
 
-    def _slot_freed(self, _: concurrent.futures.Future[Any]) -> None:
+    def _slot_freed(self, future: concurrent.futures.Future[Any]) -> None:
+        started = not future.cancelled() and future.exception() is None and future.result() is not None
+        with self._counts:
+            if started:
+                self.started_runs += 1
+            else:
+                self.unstarted_runs += 1
         wakeup = self._wakeup
         if wakeup is not None:
             wakeup.set()
 
     def run_once(self) -> int:
-        """Process what is pending now: pass until a pass starts nothing, waiting for runs between passes."""
-        started = 0
+        """Process what is pending now: pass until a pass claims nothing, waiting for runs between passes.
+
+        Returns the consumer runs its passes started; `unstarted_runs` counts
+        the claims whose start the store refused (their requests wait for a
+        later pass) or whose plan was refused.
+        """
+        concurrent.futures.wait(list(self._in_flight))  # runs claimed before this call are not its own
+        before = self.started_runs
         while True:
             concurrent.futures.wait(list(self._in_flight))  # a pass facing full slots would start nothing
-            newly = self._pass()
-            started += newly
-            if newly == 0:
+            if self._pass() == 0:
                 break
+        concurrent.futures.wait(list(self._in_flight))
         self._pool.shutdown(wait=True)
-        return started
+        return self.started_runs - before
 
     def serve(self) -> None:
         """Pass over the triggers until `stop`; runs in flight finish before this returns."""
@@ -221,13 +235,13 @@ class TriggerDaemon:
         return announced
 
     def _pass(self, evaluate: bool = True) -> int:
-        """Evaluate triggers (when due) and fill free slots with due requests.
+        """Evaluate triggers (when due) and fill free slots with due requests; the number claimed.
 
         Every flow is evaluated even when the slots are full: its requests
         are then recorded and wait for a slot, instead of waiting unseen
         behind another flow's backlog.
         """
-        started = 0
+        claimed_runs = 0
         full = False
         for evaluator in self.evaluators:
             if evaluate:
@@ -239,7 +253,7 @@ class TriggerDaemon:
                 continue
             for request in evaluator.due_requests(limit=4 * self.max_in_flight):
                 if self._stop.is_set():
-                    return started
+                    return claimed_runs
                 self._in_flight = {future for future in self._in_flight if not future.done()}
                 if len(self._in_flight) >= self.max_in_flight:
                     full = True
@@ -247,8 +261,7 @@ class TriggerDaemon:
                 claimed = evaluator.claim(request)
                 if claimed is None:
                     continue
-                started += 1
-                self.started_runs += 1
+                claimed_runs += 1
                 log.info(
                     "starting consumer run",
                     extra={"flow": evaluator.flow.name, "request": claimed.id, "run_id": claimed.run_id},
@@ -256,4 +269,4 @@ class TriggerDaemon:
                 future = self._pool.submit(run_request, evaluator, claimed)
                 future.add_done_callback(self._slot_freed)
                 self._in_flight.add(future)
-        return started
+        return claimed_runs

@@ -13,12 +13,12 @@ import datetime as dt
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from partita.automation.mappers import Requirement
 from partita.automation.triggers import CronPartitions, OnAssetEvents
-from partita.errors import PartitaError, PlanningError
+from partita.errors import PartitaError, PlanningError, StoreError
 from partita.flow import Flow
 from partita.results.model import RunResult
 from partita.store.sql import SqlStore
@@ -30,6 +30,8 @@ log = logging.getLogger("partita.triggers")
 
 #: A claim older than this whose run never started is taken over by another pass.
 STALE_CLAIM_SECONDS = 30.0
+#: A start the store refused is retried after 1, 2, 4 … seconds, at most this long.
+MAX_START_BACKOFF_SECONDS = 60.0
 
 
 @dataclass(slots=True)
@@ -180,52 +182,134 @@ class TriggerEvaluator:
 
     # -- starting ---------------------------------------------------------------
 
-    def due_requests(self, now: float | None = None, limit: int | None = None) -> list[TriggerRequest]:
-        """Pending requests (the oldest ``limit``), plus claims that went stale before their run started."""
+    def due_requests(
+        self, now: float | None = None, limit: int | None = None, *, record: bool = True
+    ) -> list[TriggerRequest]:
+        """Pending requests (the oldest ``limit``) not backing off, plus claims that need another run.
+
+        Those are claims that went stale before their run started and claims
+        whose run was interrupted (a follow-up is due while tries remain).
+        With ``record`` (a daemon's pass) claims whose run ended unrecorded are
+        finished and those out of tries abandoned; a preview only reads.
+        """
         now = time.time() if now is None else now
-        pending = self.triggers.requests(self.flow.name, ("pending",), limit)
+        pending = self.triggers.requests(self.flow.name, ("pending",), limit, due_at=now)
         # Stale claims are rare: look for them a few times per staleness period, not per request.
-        if now - self._last_stale_check < STALE_CLAIM_SECONDS / 4:
+        if record and now - self._last_stale_check < STALE_CLAIM_SECONDS / 4:
             return pending
-        self._last_stale_check = now
+        if record:
+            self._last_stale_check = now
         for claimed in self.triggers.requests(self.flow.name, ("claimed",)):
-            if claimed.run_id is not None and self.triggers.run_exists(claimed.run_id):
-                continue  # started: never started again; its own end finishes the request
-            if claimed.claimed_at is not None and now - claimed.claimed_at >= STALE_CLAIM_SECONDS:
-                pending.append(claimed)
+            due = self._recover(claimed, now, record)
+            if due is not None:
+                pending.append(due)
         return pending
 
+    def _recover(self, claimed: TriggerRequest, now: float, record: bool) -> TriggerRequest | None:
+        """What a claimed request needs: a takeover, a follow-up run, nothing, or to be closed."""
+        status = None if claimed.run_id is None else self.triggers.run_status(claimed.run_id)
+        if status is None:  # never started: taken over once the claim is stale
+            stale = claimed.claimed_at is not None and now - claimed.claimed_at >= STALE_CLAIM_SECONDS
+            return claimed if stale else None
+        if status == "running":
+            return None
+        if status != "interrupted":
+            if record:  # the run ended, but its daemon stopped before finishing the request
+                self.triggers.finish(claimed.id, now)
+            return None
+        allowed = self.flow.trigger.rerun_interrupted  # type: ignore[union-attr]
+        if claimed.tries > allowed:
+            if record:
+                reason = f"run {claimed.run_id} was interrupted and the request's {claimed.tries} runs are used up"
+                self.triggers.abandon(claimed, reason, now)
+                log.error("flow %s: consumer request %s abandoned: %s", self.flow.name, claimed.id, reason)
+            return None
+        return replace(claimed, interrupted=True)
+
     def claim(self, request: TriggerRequest) -> TriggerRequest | None:
-        run_id = request.run_id or uuid.uuid4().hex
+        """Take a due request for this daemon, or None when another one took it.
+
+        A follow-up of an interrupted run gets a run id of its own; a takeover
+        of a stale claim keeps the claimed run id, so that run starts once.
+        """
+        fresh = request.run_id is None or request.interrupted
+        run_id = uuid.uuid4().hex if fresh else request.run_id
+        assert run_id is not None
         # The returned claim carries the claimed_at the store recorded (a takeover matches on it).
         now = time.time()
-        if not self.triggers.claim(request, run_id, now):
+        if request.interrupted:
+            won = self.triggers.follow_up(request, run_id, now)
+        else:
+            won = self.triggers.claim(request, run_id, now)
+        if not won:
             return None  # another daemon took it
-        return TriggerRequest(
-            request.id, request.flow, request.partition_key, request.generation, "claimed",
-            request.event_ids, run_id, request.created_at, now,
-        )
+        if request.interrupted:
+            log.warning(
+                "flow %s: consumer run %s was interrupted; starting run %s (try %d)",
+                self.flow.name, request.run_id, run_id, request.tries + 1,
+            )  # fmt: skip
+        return replace(
+            request, status="claimed", run_id=run_id, claimed_at=now, interrupted=False,
+            tries=request.tries + (1 if fresh else 0),
+        )  # fmt: skip
 
     def finish(self, request: TriggerRequest) -> None:
         self.triggers.finish(request.id, time.time())
 
+    def abandon(self, request: TriggerRequest, error: str) -> None:
+        """The request can never run (its plan is refused): close it, visibly."""
+        log.error("flow %s: consumer request %s cannot run and is abandoned: %s", self.flow.name, request.id, error)
+        self.triggers.abandon(request, error, time.time())
+
+    def start_failed(self, request: TriggerRequest, error: Exception) -> None:
+        """The store refused the run's start: give the request back, to be tried again after a backoff.
+
+        If even that fails, the claim goes stale and a later pass takes it
+        over. A run whose start was recorded after all is not given back: it
+        is treated as a run that was cut short once its owner is gone.
+        """
+        try:
+            if request.run_id is not None and self.triggers.run_status(request.run_id) is not None:
+                log.error("flow %s: consumer run %s failed in the store: %s", self.flow.name, request.run_id, error)
+                return
+            delay = min(MAX_START_BACKOFF_SECONDS, 2.0 ** request.start_failures)
+            released = self.triggers.release(request, str(error), time.time() + delay)
+        except PartitaError as exc:
+            log.error("flow %s: request %s could not be given back (taken over later): %s", self.flow.name, request.id, exc)
+            return
+        if released:
+            log.warning(
+                "flow %s: consumer run for request %s could not start; retrying in %.0f s: %s",
+                self.flow.name, request.id, delay, error,
+            )  # fmt: skip
+
 
 def run_request(evaluator: TriggerEvaluator, request: TriggerRequest) -> RunResult | None:
-    """Start the consumer run of a claimed request with its triggering events; mark it finished.
+    """Start the consumer run of a claimed request with its triggering events; None when it did not start.
 
     The run id was fixed when the request was claimed: if another daemon
-    already started that run, the store refuses the second start.
+    already started that run, the store refuses the second start. A start
+    the store refuses (locked, connection lost) leaves the request pending,
+    to be retried; a plan that is refused abandons it.
     """
     flow = evaluator.flow.with_store(evaluator.store, record_partition_keys=evaluator.flow.record_partition_keys)
     config: dict[str, Any] = {}
     if evaluator.consumer_def is not None:
         config["partition_keys"] = [request.partition_key]
-    events = evaluator.store.list_events_by_ids(request.event_ids) if request.event_ids else []
     try:
         plan = flow.plan_from_text(config)
-        outcome: RunResult | None = flow.run(plan, run_id=request.run_id, triggering_events=events)
+    except PartitaError as exc:
+        evaluator.abandon(request, str(exc))
+        return None
+    try:
+        events = evaluator.store.list_events_by_ids(request.event_ids) if request.event_ids else []
+        outcome = flow.run(plan, run_id=request.run_id, triggering_events=events)
+    except StoreError as exc:
+        evaluator.start_failed(request, exc)
+        return None
     except PartitaError as exc:
         log.error("flow %s: a consumer run could not run: %s", evaluator.flow.name, exc)
-        outcome = None
+        evaluator.abandon(request, str(exc))
+        return None
     evaluator.finish(request)
     return outcome

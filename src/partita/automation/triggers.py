@@ -6,6 +6,10 @@
 - `CronPartitions(cron, timezone="UTC", start=...)`: a run per elapsed
   schedule tick, for the partition of the flow's time definition that ends at
   that tick; ``start`` is explicit, so there is no implicit history.
+
+Both take ``rerun_interrupted`` (default 2): how many follow-up runs a
+request gets when its consumer run is cut short by a crash, so that every
+satisfied trigger ends in a finished run unless the crashes persist.
 """
 
 from __future__ import annotations
@@ -24,6 +28,15 @@ from partita.errors import DefinitionError
 
 __all__ = ["CronPartitions", "OnAssetEvents", "Trigger"]
 
+#: Follow-up runs a request gets by default after its run was interrupted.
+DEFAULT_RERUN_INTERRUPTED = 2
+
+
+def _rerun_interrupted(value: Any, owner: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DefinitionError(f"{owner} rerun_interrupted must be a whole number of follow-up runs, 0 or more")
+    return value
+
 
 @dataclass(frozen=True, slots=True, init=False)
 class OnAssetEvents:
@@ -31,8 +44,11 @@ class OnAssetEvents:
 
     assets: tuple[str, ...]
     mapper: PartitionMapper = field(default_factory=IdentityMapper)
+    rerun_interrupted: int = DEFAULT_RERUN_INTERRUPTED
 
-    def __init__(self, assets: Any, mapper: PartitionMapper | None = None) -> None:
+    def __init__(
+        self, assets: Any, mapper: PartitionMapper | None = None, *, rerun_interrupted: int = DEFAULT_RERUN_INTERRUPTED
+    ) -> None:
         if isinstance(assets, str) or callable(assets):
             assets = [assets]
         if not isinstance(assets, Sequence) or not assets:
@@ -42,6 +58,7 @@ class OnAssetEvents:
             raise DefinitionError("OnAssetEvents mapper must be a PartitionMapper")
         object.__setattr__(self, "assets", names)
         object.__setattr__(self, "mapper", mapper or IdentityMapper())
+        object.__setattr__(self, "rerun_interrupted", _rerun_interrupted(rerun_interrupted, "OnAssetEvents"))
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "asset_events", "assets": list(self.assets), "mapper": self.mapper.describe()}
@@ -54,8 +71,16 @@ class CronPartitions:
     cron: str
     timezone: str
     start: dt.datetime
+    rerun_interrupted: int = DEFAULT_RERUN_INTERRUPTED
 
-    def __init__(self, cron: str, *, start: Any = None, timezone: str = "UTC") -> None:
+    def __init__(
+        self,
+        cron: str,
+        *,
+        start: Any = None,
+        timezone: str = "UTC",
+        rerun_interrupted: int = DEFAULT_RERUN_INTERRUPTED,
+    ) -> None:
         if not isinstance(cron, str) or not croniter.is_valid(cron):
             raise DefinitionError("CronPartitions cron is not a valid cron expression (five fields, e.g. '0 * * * *')")
         try:
@@ -78,6 +103,7 @@ class CronPartitions:
         object.__setattr__(self, "cron", cron)
         object.__setattr__(self, "timezone", timezone)
         object.__setattr__(self, "start", start)
+        object.__setattr__(self, "rerun_interrupted", _rerun_interrupted(rerun_interrupted, "CronPartitions"))
 
     def ticks(self, after: dt.datetime | None, until: dt.datetime) -> list[dt.datetime]:
         """Schedule ticks in (after, until], never before ``start``."""

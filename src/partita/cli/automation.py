@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import signal
+import sys
 import time
 from typing import Any
 
@@ -22,7 +24,7 @@ from partita.cli.common import (
     store_option,
 )
 from partita.cli.entry import load_trigger_flows
-from partita.errors import ConfigurationError
+from partita.errors import ConfigurationError, StoreError
 from partita.store.triggers import TriggerStore
 
 
@@ -77,22 +79,36 @@ def trigger(entry: str, once: bool, store_url: str | None, max_in_flight: int, a
         assert store is not None
         daemon = TriggerDaemon(flows, store, max_in_flight=max_in_flight)
         started = daemon.run_once()
+    unstarted = daemon.unstarted_runs
     if as_json:
-        emit_document("trigger-pass", {"started_runs": started})
-        return
-    Console().print(f"started {started} consumer run{'s' if started != 1 else ''}", highlight=False)
+        emit_document("trigger-pass", {"started_runs": started, "unstarted_runs": unstarted})
+    else:
+        Console().print(f"started {started} consumer run{'s' if started != 1 else ''}", highlight=False)
+    if unstarted:  # the document above already is the one on stdout: report on stderr, exit as a store failure
+        Console(stderr=True).print(
+            f"[bold red]error:[/] {unstarted} consumer run{'s' if unstarted != 1 else ''} could not start; "
+            "a start the store refused stays pending and is retried by a later pass (see the messages above)",
+            highlight=False,
+        )
+        sys.exit(StoreError.exit_code)
 
 
 def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
     """What `plan --pending` shows: due requests and waiting keys, without starting or recording anything."""
     flows = load_trigger_flows(entry)
     documents = []
+    now = time.time()
     with opened_store(store_url, False) as store:
         assert store is not None
+        triggers = TriggerStore(store)
         for flow in flows:
             evaluator = TriggerEvaluator(flow, store)
             report = evaluator.evaluate(record=False)
-            recorded = {request.partition_key: request for request in evaluator.due_requests()}
+            due = evaluator.due_requests(now, record=False)
+            recorded = {request.partition_key: request for request in due}
+            backing_off = [
+                request for request in triggers.requests(flow.name, ("pending",)) if (request.not_before or 0) > now
+            ]
             documents.append(
                 {
                     "flow": flow.name,
@@ -101,6 +117,24 @@ def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
                     "would_start": sorted(set(recorded) | set(report.ready) | set(report.scheduled)),
                     "waiting": sorted(key for key in report.waiting if key not in recorded),
                     "rejected_events": [event_id for event_id, _ in report.rejected],
+                    "follow_ups": [
+                        {"partition_key": r.partition_key, "interrupted_run": r.run_id, "try": r.tries + 1}
+                        for r in due
+                        if r.interrupted
+                    ],
+                    "retrying": [
+                        {
+                            "partition_key": r.partition_key,
+                            "start_failures": r.start_failures,
+                            "retry_at": dt.datetime.fromtimestamp(r.not_before or now, dt.UTC).isoformat(),
+                            "error": r.last_error,
+                        }
+                        for r in backing_off
+                    ],
+                    "abandoned": [
+                        {"partition_key": r.partition_key, "error": r.last_error}
+                        for r in triggers.requests(flow.name, ("abandoned",))
+                    ],
                 }
             )
     return {"flows": documents}
@@ -109,7 +143,8 @@ def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
 def render_pending(document: dict[str, Any]) -> None:
     console = Console()
     table = Table(title="pending consumer runs", title_justify="left")
-    for column in ("flow", "state", "would start", "waiting (incomplete)", "ignored events"):
+    columns = ("flow", "state", "would start", "waiting (incomplete)", "ignored events", "follow-ups", "retrying")
+    for column in columns:
         table.add_column(column)
     for flow in document["flows"]:
         table.add_row(
@@ -118,8 +153,17 @@ def render_pending(document: dict[str, Any]) -> None:
             escape(", ".join(flow["would_start"])) or "-",
             escape(", ".join(flow["waiting"])) or "-",
             str(len(flow["rejected_events"])),
+            escape(", ".join(f"{f['partition_key']} (try {f['try']})" for f in flow["follow_ups"])) or "-",
+            escape(", ".join(r["partition_key"] for r in flow["retrying"])) or "-",
         )
     console.print(table)
+    for flow in document["flows"]:
+        for abandoned in flow["abandoned"]:
+            console.print(
+                f"abandoned: flow {escape(flow['flow'])}, key {escape(abandoned['partition_key'])!r}: "
+                f"{escape(abandoned['error'] or 'no reason recorded')}",
+                highlight=False,
+            )
 
 
 @click.group()

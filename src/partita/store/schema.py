@@ -210,11 +210,11 @@ trigger_requests = Table(
 trigger_runs = Table(
     "partita_trigger_runs",
     metadata,
-    # How a consumer run was launched: its request, its try, and the interrupted run it follows.
+    # How a consumer run was launched: its request, which try of it the run is (attempt), and the interrupted run it follows.
     Column("run_id", String(64), primary_key=True),
     Column("request_id", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
     Column("flow", Text, nullable=False),
-    Column("try", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
     Column("follows_run_id", String(64)),
     Column("created_at", Float, nullable=False),
     Index("ix_partita_trigger_runs_request", "request_id"),

@@ -47,7 +47,7 @@ def upgrade() -> None:
         sa.Column("run_id", sa.String(64), primary_key=True),
         sa.Column("request_id", _ID, nullable=False),
         sa.Column("flow", sa.Text, nullable=False),
-        sa.Column("try", sa.Integer, nullable=False),
+        sa.Column("attempt", sa.Integer, nullable=False),
         sa.Column("follows_run_id", sa.String(64)),
         sa.Column("created_at", sa.Float, nullable=False),
     )
