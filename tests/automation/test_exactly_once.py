@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import update
 
 import partita.automation.evaluation as evaluation
 from partita.automation.daemon import TriggerDaemon
 from partita.automation.evaluation import TriggerEvaluator, run_request
 from partita.cli.entry import load_trigger_flows
-from partita.store.schema import runs, trigger_requests
+from partita.store.schema import trigger_requests
 from partita.store.sql import SqlStore
 from partita.store.triggers import EventPosition, TriggerStore
 
@@ -202,30 +202,36 @@ def test_serve_killed_with_sigkill_then_restarted(tmp_path: Path, entry: str) ->
             )
         second = _cli("serve", entry, "--store", url, env={"CONSUMER_DELAY": "0"})
         try:
-            wait_for(lambda: set(_started_runs_per_key(store)) == set(KEYS), timeout=30)
+            wait_for(lambda: _open_requests(store) == 0, timeout=30)
             # Let it do a few more passes: nothing else may start.
             deadline = time.monotonic() + 0.5
             while time.monotonic() < deadline:
-                assert all(count == 1 for count in _started_runs_per_key(store).values())
+                assert set(_successes_per_key(store).values()) == {1}
                 time.sleep(0.05)
         finally:
             second.send_signal(signal.SIGTERM)
             _, err = second.communicate(timeout=30)
         assert second.returncode == 0, err
-        assert _started_runs_per_key(store) == {key: 1 for key in KEYS}
-        assert len(store.list_runs(limit=100)) == len(KEYS)
+        # Every key ends in exactly one successful run; each run the kill cut short got exactly one follow-up.
+        assert _successes_per_key(store) == {key: 1 for key in KEYS}
+        interrupted = [run.run_id for run in store.list_runs(limit=100) if run.status == "interrupted"]
+        follows = [TriggerStore(store).launch(run.run_id) for run in store.list_runs(limit=100)]
+        assert sorted(launch.follows_run_id for launch in follows if launch.follows_run_id) == sorted(interrupted)
+        assert len(store.list_runs(limit=100)) == len(KEYS) + len(interrupted)
     finally:
         store.close()
 
 
-def _started_runs_per_key(store: SqlStore) -> dict[str, int]:
-    """Runs started per key: the run ids of its requests that have a run row (a killed run has no attempts)."""
-    query = select(trigger_requests.c.partition_key, trigger_requests.c.run_id).join(
-        runs, runs.c.run_id == trigger_requests.c.run_id
-    )
+def _open_requests(store: SqlStore) -> int:
+    triggers = TriggerStore(store)
+    return len(triggers.requests("consumer_flow", ("pending", "claimed")))
+
+
+def _successes_per_key(store: SqlStore) -> dict[str, int]:
+    """Successful consumer attempts per key, over every run."""
     with store._engine.connect() as connection:  # noqa: SLF001
-        rows = list(connection.execute(query))
-    counts: dict[str, int] = {}
-    for key, _ in rows:
-        counts[key] = counts.get(key, 0) + 1
-    return counts
+        rows = connection.exec_driver_sql(
+            "SELECT partition_key, count(*) FROM partita_attempts WHERE asset = 'consumer' AND status = 'success' "
+            "GROUP BY partition_key"
+        )
+        return {key: count for key, count in rows}

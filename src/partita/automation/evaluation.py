@@ -197,13 +197,14 @@ class TriggerEvaluator:
         # Stale claims are rare: look for them a few times per staleness period, not per request.
         if record and now - self._last_stale_check < STALE_CLAIM_SECONDS / 4:
             return pending
-        if record:
-            self._last_stale_check = now
+        recovered: list[TriggerRequest] = []
         for claimed in self.triggers.requests(self.flow.name, ("claimed",)):
             due = self._recover(claimed, now, record)
             if due is not None:
-                pending.append(due)
-        return pending
+                recovered.append(due)
+        if record and not recovered:  # with some found, look again next pass: full slots may leave them unclaimed
+            self._last_stale_check = now
+        return recovered + pending  # the oldest work first
 
     def _recover(self, claimed: TriggerRequest, now: float, record: bool) -> TriggerRequest | None:
         """What a claimed request needs: a takeover, a follow-up run, nothing, or to be closed."""
@@ -213,8 +214,8 @@ class TriggerEvaluator:
             return claimed if stale else None
         if status == "running":
             return None
-        if status != "interrupted":
-            if record:  # the run ended, but its daemon stopped before finishing the request
+        if status != "interrupted" or self._completed(claimed.run_id):
+            if record:  # the run's work is done, but its daemon stopped before finishing the request
                 self.triggers.finish(claimed.id, now)
             return None
         allowed = self.flow.trigger.rerun_interrupted  # type: ignore[union-attr]
@@ -225,6 +226,11 @@ class TriggerEvaluator:
                 log.error("flow %s: consumer request %s abandoned: %s", self.flow.name, claimed.id, reason)
             return None
         return replace(claimed, interrupted=True)
+
+    def _completed(self, run_id: str | None) -> bool:
+        """Whether an interrupted run recorded a success for every planned attempt (only its end was lost)."""
+        run = self.store.get_run(run_id)  # type: ignore[arg-type]
+        return run.attempt_count is not None and run.counts == {"success": run.attempt_count}
 
     def claim(self, request: TriggerRequest) -> TriggerRequest | None:
         """Take a due request for this daemon, or None when another one took it.
@@ -275,7 +281,9 @@ class TriggerEvaluator:
             delay = min(MAX_START_BACKOFF_SECONDS, 2.0 ** request.start_failures)
             released = self.triggers.release(request, str(error), time.time() + delay)
         except PartitaError as exc:
-            log.error("flow %s: request %s could not be given back (taken over later): %s", self.flow.name, request.id, exc)
+            log.error(
+                "flow %s: request %s could not be given back (taken over later): %s", self.flow.name, request.id, exc
+            )
             return
         if released:
             log.warning(

@@ -143,8 +143,7 @@ def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
 def render_pending(document: dict[str, Any]) -> None:
     console = Console()
     table = Table(title="pending consumer runs", title_justify="left")
-    columns = ("flow", "state", "would start", "waiting (incomplete)", "ignored events", "follow-ups", "retrying")
-    for column in columns:
+    for column in ("flow", "state", "would start", "waiting (incomplete)", "ignored events"):
         table.add_column(column)
     for flow in document["flows"]:
         table.add_row(
@@ -153,14 +152,27 @@ def render_pending(document: dict[str, Any]) -> None:
             escape(", ".join(flow["would_start"])) or "-",
             escape(", ".join(flow["waiting"])) or "-",
             str(len(flow["rejected_events"])),
-            escape(", ".join(f"{f['partition_key']} (try {f['try']})" for f in flow["follow_ups"])) or "-",
-            escape(", ".join(r["partition_key"] for r in flow["retrying"])) or "-",
         )
     console.print(table)
+    # Requests that need attention, one line each (a table column would not fit a narrow terminal).
     for flow in document["flows"]:
+        name = escape(flow["flow"])
+        for follow_up in flow["follow_ups"]:
+            console.print(
+                f"follow-up: flow {name}, key {escape(follow_up['partition_key'])}: run "
+                f"{follow_up['interrupted_run']} was interrupted; try {follow_up['try']} would start",
+                highlight=False,
+            )
+        for retrying in flow["retrying"]:
+            console.print(
+                f"retrying: flow {name}, key {escape(retrying['partition_key'])}: the start failed "
+                f"{retrying['start_failures']} time(s), next try at {retrying['retry_at']}: "
+                f"{escape(retrying['error'] or 'no reason recorded')}",
+                highlight=False,
+            )
         for abandoned in flow["abandoned"]:
             console.print(
-                f"abandoned: flow {escape(flow['flow'])}, key {escape(abandoned['partition_key'])!r}: "
+                f"abandoned: flow {name}, key {escape(abandoned['partition_key'])}: "
                 f"{escape(abandoned['error'] or 'no reason recorded')}",
                 highlight=False,
             )

@@ -21,6 +21,7 @@ from partita.errors import UnknownRunError
 from partita.results.record import render_record
 from partita.store import StoredRun
 from partita.store.history import compare_runs
+from partita.store.triggers import TriggerLaunch, TriggerStore
 
 #: partita.run version 1 embeds a version 4 record; a newer record means a new document version.
 RUN_DOCUMENT_RECORD_VERSION = 4
@@ -95,6 +96,16 @@ def list_runs(limit: int, status: str | None, store_url: str | None, as_json: bo
     console.print(table)
 
 
+def _launch_document(launch: TriggerLaunch) -> dict[str, Any]:
+    return {
+        "kind": "trigger",
+        "flow": launch.flow,
+        "request": launch.request_id,
+        "try": launch.attempt,
+        "follows_run_id": launch.follows_run_id,
+    }
+
+
 @runs.command("show")
 @click.argument("run_id")
 @store_option
@@ -107,9 +118,10 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
             raise _no_store(run_id, store_url)
         run = store.get_run(run_id)
         tasks = store.get_tasks(run.run_id)
+        launch = TriggerStore(store).launch(run.run_id)
     record = render_record(run.header, tasks, RUN_DOCUMENT_RECORD_VERSION, record_partition_keys=run.record_partition_keys)
     if as_json:
-        emit_document("run", {"run": record})
+        emit_document("run", {"run": record, "launch": None if launch is None else _launch_document(launch)})
         return
     console = Console()
     console.print(
@@ -124,6 +136,13 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
         f"{'keys discovered at run time' if selection['key_count'] is None else str(selection['key_count']) + ' keys'})",
         highlight=False,
     )
+    if launch is not None:
+        follows = "" if launch.follows_run_id is None else f", follows interrupted run {launch.follows_run_id}"
+        console.print(
+            f"launched by the trigger of flow {escape(launch.flow)}: request {launch.request_id}, "
+            f"try {launch.attempt}{follows}",
+            highlight=False,
+        )
     table = Table(title="tasks", title_justify="left")
     for column in ("asset", "status", "success", "failed", "skipped", "cancelled", "unfinished", "materialized"):
         table.add_column(column)

@@ -210,7 +210,8 @@ trigger_requests = Table(
 trigger_runs = Table(
     "partita_trigger_runs",
     metadata,
-    # How a consumer run was launched: its request, which try of it the run is (attempt), and the interrupted run it follows.
+    # How a consumer run was launched: its request, which try of it the run is (attempt),
+    # and the interrupted run it follows.
     Column("run_id", String(64), primary_key=True),
     Column("request_id", BigInteger().with_variant(Integer(), "sqlite"), nullable=False),
     Column("flow", Text, nullable=False),
