@@ -4,8 +4,8 @@
 dies and fails every pending future with it, so one body calling
 ``os._exit`` failed unrelated attempts. Here each worker holds at most one
 job: a dead worker identifies exactly the attempt it held, that attempt
-fails with an error naming the exit code or signal, a replacement starts
-when work is waiting, and every other attempt runs as if nothing happened.
+fails with an error naming the exit code or signal, a replacement starts,
+and every other attempt runs as if nothing happened.
 
 Workers end with their driver, even when it is killed outright. On Linux
 the kernel sends a worker SIGKILL when the driver thread that forked it
@@ -75,7 +75,7 @@ class _Worker:
 
 
 class WorkerPool:
-    """Up to ``size`` worker processes, started on demand and replaced when one dies."""
+    """``size`` worker processes for one run, each replaced when it dies; jobs wait in a queue for an idle one."""
 
     def __init__(
         self,
@@ -195,7 +195,8 @@ class WorkerPool:
             worker.conn.send_bytes(job.payload)
         except OSError:
             # The worker died before taking the job: it never ran, so it goes
-            # back to the queue; the collector buries the worker and refills.
+            # back to the queue; the collector buries the worker and a
+            # replacement takes the job.
             with self._lock:
                 if worker.job is job:
                     worker.job = None
