@@ -4,12 +4,14 @@ Prints one line per size: workload, N keys, attempts, median microseconds per
 attempt over several runs, and peak traced memory per attempt. Run by hand:
 
     python benchmarks/engine_overhead.py [--sizes 1000 10000 100000] [--repeat 3]
-        [--store none|sqlite|postgresql]
+        [--store none|sqlite|postgresql] [--executor in-process|process]
 
 With ``--store`` each run is also recorded: ``sqlite`` in a temporary file,
 ``postgresql`` at ``$PARTITA_BENCH_POSTGRES_URL``. The store is opened once,
 as a long-lived process would; the no-store figure is measured in the same
-invocation so the ratio is comparable.
+invocation so the ratio is comparable. With ``--executor process`` every body
+runs in a worker process; the in-process figure is measured alongside for the
+ratio (pick smaller sizes: a process round trip costs far more than a thread's).
 """
 
 from __future__ import annotations
@@ -27,23 +29,28 @@ import partita
 from partita.store import Store, open_store
 
 
-def build_flow(store: Store | bool = False) -> partita.Flow:
-    registry = partita.AssetRegistry()
-    days = partita.DatePartitionDef()
+# Module level, so that worker processes of the process executor find the bodies.
+REGISTRY = partita.AssetRegistry()
+DAYS = partita.DatePartitionDef()
 
-    @partita.asset(partition_def=days, registry=registry)
-    def extract() -> None:
-        return None
 
-    @partita.asset(partition_def=days, registry=registry)
-    def transform(extract: None) -> None:
-        return None
+@partita.asset(partition_def=DAYS, registry=REGISTRY)
+def extract() -> None:
+    return None
 
-    @partita.asset(partition_def=days, registry=registry)
-    def publish(transform: None) -> None:
-        return None
 
-    return partita.Flow(["publish"], registry=registry, store=store)
+@partita.asset(partition_def=DAYS, registry=REGISTRY)
+def transform(extract: None) -> None:
+    return None
+
+
+@partita.asset(partition_def=DAYS, registry=REGISTRY)
+def publish(transform: None) -> None:
+    return None
+
+
+def build_flow(store: Store | bool = False, executor: str | None = None) -> partita.Flow:
+    return partita.Flow(["publish"], registry=REGISTRY, store=store, executor=executor)
 
 
 def keys_for(count: int) -> list[dt.date]:
@@ -77,9 +84,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--store", choices=["none", "sqlite", "postgresql"], default="none")
+    parser.add_argument("--executor", choices=["in-process", "process"], default="in-process")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         flows = {"none": build_flow()}
+        if args.executor == "process":
+            flows["process"] = build_flow(executor="process")
         if args.store == "sqlite":
             flows["sqlite"] = build_flow(open_store(f"sqlite:///{folder}/bench.db"))
         elif args.store == "postgresql":
@@ -95,10 +105,12 @@ def main() -> None:
             medians = {}
             for name, flow in flows.items():
                 medians[name] = statistics.median(measure(flow, keys) for _ in range(args.repeat))
-                ratio = "" if name == "none" else f" ratio_to_no_store={medians[name] / medians['none']:.2f}"
+                baseline = "in_process" if name == "process" else "no_store"
+                ratio = "" if name == "none" else f" ratio_to_{baseline}={medians[name] / medians['none']:.2f}"
                 peak = f" peak_bytes_per_attempt={peak_memory(flow, keys) / attempts:.0f}" if name == "none" else ""
+                store, executor = ("none", name) if name == "process" else (name, "in-process")
                 print(
-                    f"engine_overhead chain=3 store={name} keys={size} attempts={attempts} "
+                    f"engine_overhead chain=3 store={store} executor={executor} keys={size} attempts={attempts} "
                     f"median_us_per_attempt={medians[name] / attempts * 1e6:.1f}{peak}{ratio} runs={args.repeat}"
                 )
 

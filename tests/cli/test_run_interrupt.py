@@ -234,3 +234,62 @@ def test_a_run_on_a_terminal_shows_progress(tmp_path, write_entry, out_dir):
     err = b"".join(chunks).decode(errors="replace")
     assert "60/60" in err
     assert re.search(r"\d+ failed", err)
+
+
+PROCESS_PIPELINE = """
+import os
+import time
+
+from partita import ProcessExecutor
+
+
+@asset(partition_def=DatePartitionDef())
+def slow(context):
+    mark("slow", context.partition_key.isoformat(), os.getpid())
+    time.sleep(0.05)
+    return 1
+
+
+flow = Flow(["slow"], executor=ProcessExecutor(max_workers=2))
+"""
+
+
+def test_ctrl_c_on_the_process_group_cancels_a_process_executor_run_and_its_workers_end(
+    tmp_path, write_entry, out_dir
+):
+    """A terminal's Ctrl-C reaches every process of the group: workers leave the cancelling to the driver."""
+    entry = write_entry(PROCESS_PIPELINE)
+    command = [str(SCRIPT), "run", entry, *RANGE, "--max-concurrency", "2", "--yes"]
+    proc = subprocess.Popen(
+        command, cwd=tmp_path, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + DEADLINE
+        while len(_marks(out_dir)) < 3:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"no body ran before the deadline ({proc.poll()}):\n{proc.communicate()[1]}")
+            time.sleep(0.01)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=DEADLINE * 2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert "status: cancelled" in out
+    workers = {int(name.rsplit("-", 1)[1]) for name in _marks(out_dir)}
+    assert proc.pid not in workers
+    deadline = time.monotonic() + DEADLINE
+    while any(Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) for pid in workers):
+        assert time.monotonic() < deadline, "a worker outlived the cancelled run"
+        time.sleep(0.01)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"

@@ -232,12 +232,18 @@ class MemoryEventLog:
 
 
 class RunLiveness:
-    """Shared by a run's emitters: once the run ends, a kept context can no longer publish."""
+    """Shared by a run's emitters: once the run ends, a kept context can no longer publish.
 
-    __slots__ = ("ended",)
+    ``exported`` turns true when one of them was pickled for another
+    process: what it publishes there leaves no receipt here, so the run's
+    events are read back from the log.
+    """
+
+    __slots__ = ("ended", "exported")
 
     def __init__(self) -> None:
         self.ended = False
+        self.exported = False
 
 
 class Emitter:
@@ -339,6 +345,8 @@ class Emitter:
         return "auto:" + hashlib.sha256(identity.encode("utf-8")).hexdigest()
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        if self.liveness is not None:
+            self.liveness.exported = True
         state = (
             self.catalog,
             self.kind,
@@ -383,6 +391,11 @@ class LazyEmitter:
 
     def emit(self, asset: Any, **options: Any) -> EmissionReceipt:
         return self.resolve().emit(asset, **options)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # The factory is bound to the driver's run (locks, loop): another
+        # process gets the real emitter, which reconnects to the store by URL.
+        return self.resolve().__reduce__()
 
 
 def resolve_emitter(emitter: Emitter | LazyEmitter) -> Emitter:

@@ -796,7 +796,7 @@ class _Run:
             callback_errors=tuple(self.callbacks.errors) if self.callbacks is not None else (),
             # Asked of the log, not of local receipts, when worker processes may have emitted.
             events=self.event_log.events_of_run(self.run_id)  # type: ignore[attr-defined]
-            if self.receipts or self.executor.runs_async_bodies
+            if self.receipts or self.liveness.exported
             else (),
             receipts=tuple(self.receipts),
             discoveries={} if self.fan_out is None else dict(self.fan_out.discoveries),

@@ -1,9 +1,9 @@
 """A worker-thread pool for sync bodies with batched completions.
 
 The scheduler lives on an event loop; waking it once per finished body would
-cost a loop round trip per attempt. Workers instead append to a shared deque
-and wake the loop only when no wake-up is already pending, so one loop pass
-drains many completions. Threads are started lazily, at most one per
+cost a loop round trip per attempt. Workers instead post to a
+`CompletionInbox`, which wakes the loop only when no wake-up is already
+pending, so one loop pass drains many completions. Threads are started lazily, at most one per
 admitted concurrent invocation.
 """
 
@@ -19,12 +19,48 @@ from typing import Any
 
 from partita.events.emission import activate, deactivate
 
-__all__ = ["Completion", "ThreadWorkers"]
+__all__ = ["Completion", "CompletionInbox", "ThreadWorkers"]
 
 # (token, succeeded, value or exception, started_at, finished_at)
 Completion = tuple[Any, bool, Any, float, float]
 
 _STOP = object()
+
+
+class CompletionInbox:
+    """Completions posted from other threads, handed to the loop in batches.
+
+    A poster wakes the loop only when no wake-up is already pending, so one
+    loop pass drains every completion that arrived meanwhile.
+    """
+
+    __slots__ = ("_loop", "_on_completions", "_done", "_wakeup_pending")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_completions: Callable[[list[Completion]], None]) -> None:
+        self._loop = loop
+        self._on_completions = on_completions
+        self._done: collections.deque[Completion] = collections.deque()
+        self._wakeup_pending = False
+
+    def put(self, completion: Completion) -> bool:
+        """Queue ``completion`` for the loop; False once the loop has closed."""
+        self._done.append(completion)
+        if not self._wakeup_pending:
+            self._wakeup_pending = True
+            try:
+                self._loop.call_soon_threadsafe(self._drain)
+            except RuntimeError:  # loop closed: the run was abandoned
+                return False
+        return True
+
+    def _drain(self) -> None:
+        self._wakeup_pending = False
+        done = self._done
+        batch: list[Completion] = []
+        while done:
+            batch.append(done.popleft())
+        if batch:
+            self._on_completions(batch)
 
 
 class ThreadWorkers:
@@ -37,13 +73,11 @@ class ThreadWorkers:
         max_threads: int,
         thread_name: str = "partita-worker",
     ) -> None:
-        self._loop = loop
         self._on_completions = on_completions
         self._max_threads = max_threads
         self._thread_name = thread_name
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._done: collections.deque[Completion] = collections.deque()
-        self._wakeup_pending = False
+        self._inbox = CompletionInbox(loop, self._delivered)
         self._threads: list[threading.Thread] = []
         self._outstanding = 0
         self._closed = False
@@ -68,7 +102,7 @@ class ThreadWorkers:
         thread.start()
 
     def _work(self) -> None:
-        jobs, done, clock = self._jobs, self._done, time.time
+        jobs, post, clock = self._jobs, self._inbox.put, time.time
         while True:
             job = jobs.get()
             if job is _STOP:
@@ -83,24 +117,13 @@ class ThreadWorkers:
                 value, succeeded = exc, False
             finished = clock()
             deactivate(active)
-            done.append((token, succeeded, value, started, finished))
+            if not post((token, succeeded, value, started, finished)):
+                return  # loop closed during shutdown
             del job, fn, kwargs, value, emitter
-            if not self._wakeup_pending:
-                self._wakeup_pending = True
-                try:
-                    self._loop.call_soon_threadsafe(self._drain)
-                except RuntimeError:  # loop closed during shutdown
-                    return
 
-    def _drain(self) -> None:
-        self._wakeup_pending = False
-        done = self._done
-        batch: list[Completion] = []
-        while done:
-            batch.append(done.popleft())
-        if batch:
-            self._outstanding -= len(batch)
-            self._on_completions(batch)
+    def _delivered(self, batch: list[Completion]) -> None:
+        self._outstanding -= len(batch)
+        self._on_completions(batch)
 
     def shutdown(self, wait: float | None = None) -> bool:
         """Stop idle threads; return True when every thread ended within ``wait``."""
