@@ -171,6 +171,13 @@ def test_a_plan_with_another_materialization_is_rejected_naming_the_assets(tmp_p
     assert "materialization" in _rejected(Flow(["publish"], registry=other_root), plan, calls)
 
 
+def test_an_equal_materialization_from_another_registry_runs_the_plan(tmp_path):
+    calls = []
+    plan = Flow(["publish"], registry=_registry(calls, root=tmp_path / "a", version="1")).plan(KEYS)
+    runner = Flow(["publish"], registry=_registry(calls, root=tmp_path / "a", version="1"))
+    assert runner.run(plan).status is RunStatus.SUCCESS
+
+
 def test_every_difference_is_listed():
     calls = []
     registry = _registry(calls, resource="api")

@@ -84,7 +84,8 @@ class PartitionDef:
         key methods plus every instance attribute, so another class, or the
         same class configured otherwise, is another contract. Override it to
         leave out settings that only accept or reject keys (the built-ins
-        leave out ``start``/``end``, static key sets and ``allowed``).
+        leave out ``start``/``end``, static key sets and ``allowed``), or
+        caches a definition fills while it normalizes keys.
         """
         return (self._key_methods(), self.domain, dict(getattr(self, "__dict__", {})))
 

@@ -145,7 +145,7 @@ def _check_one_key_contract(partitioned: list[AssetDefinition], domain: str) -> 
     contract = first.partition_def.key_contract()
     for other in partitioned[1:]:
         assert other.partition_def is not None
-        if other.partition_def is first.partition_def or other.partition_def.key_contract() == contract:
+        if other.partition_def is first.partition_def or _same_contract(other.partition_def.key_contract(), contract):
             continue
         raise PlanningError(
             f"assets {first.name!r} ({type(first.partition_def).__name__}) and {other.name!r} "
@@ -153,6 +153,13 @@ def _check_one_key_contract(partitioned: list[AssetDefinition], domain: str) -> 
             "(another definition class or key setting); definitions of one domain must normalize keys alike: "
             "use the same definition for both, or give the other definition its own domain"
         )
+
+
+def _same_contract(left: object, right: object) -> bool:
+    try:
+        return bool(left == right)
+    except Exception:  # noqa: BLE001 - a setting that cannot be compared is not known to key alike
+        return False
 
 
 def _normalizer(definition: PartitionDef, source: KeySource) -> Callable[[Any], Any]:
