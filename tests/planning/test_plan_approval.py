@@ -178,6 +178,20 @@ def test_an_equal_materialization_from_another_registry_runs_the_plan(tmp_path):
     assert runner.run(plan).status is RunStatus.SUCCESS
 
 
+def test_a_plan_whose_registry_has_other_assets_outside_the_closure_is_rejected_naming_them():
+    calls = []
+    registry = _registry(calls)
+    plan = Flow(["publish"], registry=registry).plan(KEYS)
+    other = _registry(calls)
+
+    @asset(registry=other)
+    def audit():
+        return None
+
+    message = _rejected(Flow(["publish"], registry=other), plan, calls)
+    assert "registry" in message and "'audit'" in message
+
+
 def test_every_difference_is_listed():
     calls = []
     registry = _registry(calls, resource="api")

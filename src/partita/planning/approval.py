@@ -2,8 +2,8 @@
 
 A plan fixes its targets, closure (each asset's body, dependencies,
 partition definition, resource, retry policy, materialization, callbacks),
-the resource policies and partition groups that apply, and the Flow's
-``max_concurrency``. A Flow configured otherwise would run something nobody
+the registry its emissions are checked against, the resource policies and
+partition groups that apply, and the Flow's ``max_concurrency``. A Flow configured otherwise would run something nobody
 reviewed (or fail deep inside on a resource it lacks), so every difference is
 reported by name before anything runs or is recorded. Comparison is by value:
 a Flow rebuilt from the same entry, or a copy made with `Flow.with_store`, has
@@ -81,9 +81,9 @@ def plan_differences(
     for task in plan.tasks:
         definition = current.get(task.name)
         if definition is not None:
-            fields = _definition_differences(task.definition, definition)
-            if fields:
-                differences.append(f"asset {task.name!r}: {', '.join(fields)} differ")
+            differences.extend(_asset_differences(f"asset {task.name!r}", task.definition, definition))
+    if plan.registry is not registry:
+        differences.extend(_registry_differences(plan.registry, registry, current))
     differences.extend(_resource_differences(plan, resources))
     applying = tuple(group for group in partition_groups if any(name in current for name in group.assets))
     if not same_value(applying, plan.groups):
@@ -98,7 +98,7 @@ def plan_differences(
     return tuple(differences)
 
 
-def _definition_differences(planned: AssetDefinition, current: AssetDefinition) -> list[str]:
+def _asset_differences(subject: str, planned: AssetDefinition, current: AssetDefinition) -> list[str]:
     if planned is current:
         return []
     labels: list[str] = []
@@ -108,7 +108,32 @@ def _definition_differences(planned: AssetDefinition, current: AssetDefinition) 
             continue
         if not same_value(getattr(planned, field.name), getattr(current, field.name)):
             labels.append(label)
-    return labels
+    if not labels:
+        return []
+    return [f"{subject}: {', '.join(labels)} {'differs' if len(labels) == 1 else 'differ'}"]
+
+
+def _registry_differences(
+    planned: AssetRegistry, registry: AssetRegistry, closure: Mapping[str, AssetDefinition]
+) -> list[str]:
+    """Assets outside the closure still matter: emissions are checked against the plan's registry."""
+    outside_plan = [name for name in planned if name not in closure]
+    outside_flow = [name for name in registry if name not in closure]
+    differences: list[str] = []
+    only_plan = [name for name in outside_plan if name not in registry]
+    only_flow = [name for name in outside_flow if name not in planned]
+    if only_plan or only_flow:
+        differences.append(
+            f"registry: outside the closure, the plan's registry alone has {_names(only_plan)} "
+            f"and the flow's alone has {_names(only_flow)}"
+        )
+    for name in outside_plan:
+        current = registry.get(name)
+        if current is not None:
+            planned_definition = planned.get(name)
+            assert planned_definition is not None
+            differences.extend(_asset_differences(f"registry asset {name!r}", planned_definition, current))
+    return differences
 
 
 def _resource_differences(plan: FlowPlan, resources: Mapping[str, ResourcePolicy]) -> list[str]:
