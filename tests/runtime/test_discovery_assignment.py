@@ -134,6 +134,24 @@ def test_a_generator_that_raises_midway_declares_nothing():
     assert load_keys == ["eu"]
 
 
+def test_an_endless_generator_stops_at_max_keys_and_declares_nothing():
+    def endless():
+        index = 0
+        while True:
+            yield f"t{index}"
+            index += 1
+
+    def tenants(context):
+        context.partition_keys = endless()
+
+    result, load_keys = _run(tenants, max_keys=3)
+
+    (attempt,) = result.tasks["tenants"].attempts
+    assert "max_keys=3" in str(attempt.exception)
+    assert result.discoveries.get("tenants", ()) == ()
+    assert load_keys == []
+
+
 def test_an_accepted_assignment_is_still_the_only_one():
     def tenants(context):
         context.partition_keys = ["us"]

@@ -109,16 +109,15 @@ class DiscoveryCollector:
         if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
             raise DiscoveryError(f"asset {self._asset_name!r}: partition_keys must be a list of keys or PartitionKey values")
         self._check_can_assign()
-        candidates = list(keys)  # a generator runs here, before anything is declared
+        # Collected apart from the declared keys and committed only when every element
+        # passed; max_keys is checked as keys arrive, so an endless generator stops too.
         accepted: dict[str, Mapping[str, Any] | None] = {}
-        for index, candidate in enumerate(candidates):
-            try:
-                key, extra = self._validated(candidate, None, f"partition_keys[{index}]")
-            except DiscoveryError as exc:
-                raise DiscoveryError(f"{exc}; nothing was declared") from None
-            accepted.setdefault(key, extra)  # duplicates collapse: the first extra wins
         try:
-            self._check_limit(len(accepted))
+            for index, candidate in enumerate(keys):
+                key, extra = self._validated(candidate, None, f"partition_keys[{index}]")
+                if key not in accepted:  # duplicates collapse: the first extra wins
+                    accepted[key] = extra
+                    self._check_limit(len(accepted))
         except DiscoveryError as exc:
             raise DiscoveryError(f"{exc}; nothing was declared") from None
         with self._lock:
