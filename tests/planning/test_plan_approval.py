@@ -227,9 +227,42 @@ def test_a_copy_of_the_flow_with_another_store_runs_the_plan(tmp_path):
 
 
 ENTRY = """\
+from dataclasses import dataclass
+
 from partita import (
-    DatePartitionDef, Fail, Flow, PartitionAtRuntime, PartitionGroup, ResourcePolicy, Retry, RetryPolicy, asset,
+    DatePartitionDef, Fail, Flow, PartitionAtRuntime, PartitionDef, PartitionGroup, ResourcePolicy, Retry,
+    RetryPolicy, asset,
 )
+
+
+@dataclass(frozen=True)
+class Shards(PartitionDef):
+    count: int = 4
+
+    @property
+    def domain(self):
+        return "shards"
+
+
+class Prefixed(PartitionDef):
+    __slots__ = ("prefix",)
+
+    def __init__(self, prefix):
+        self.prefix = prefix
+
+    @property
+    def domain(self):
+        return "prefixed"
+
+
+@asset(partition_def=Shards())
+def shard(context):
+    return context.partition_key
+
+
+@asset(partition_def=Prefixed("p-"))
+def prefixed(context):
+    return context.partition_key
 
 
 def classify(exc):
@@ -270,6 +303,8 @@ flow = Flow(
     store=False,
 )
 tenant_flow = Flow(["tenants"], store=False)
+shard_flow = Flow(["shard"], store=False)
+prefixed_flow = Flow(["prefixed"], store=False)
 """
 
 
@@ -284,6 +319,9 @@ def test_a_flow_rebuilt_from_the_same_entry_file_runs_the_plan(tmp_path):
     assert result.tasks["publish"].attempts[0].output == 2
     tenants_plan = load_entry(f"{entry}:tenant_flow").plan()
     assert load_entry(f"{entry}:tenant_flow").run(tenants_plan).status is RunStatus.SUCCESS
+    for name in ("shard_flow", "prefixed_flow"):
+        custom_plan = load_entry(f"{entry}:{name}").plan({"partition_keys": [1]})
+        assert load_entry(f"{entry}:{name}").run(custom_plan).status is RunStatus.SUCCESS
 
 
 FACTORY_ENTRY = """\

@@ -80,6 +80,8 @@ class _Comparison:
             return self._all(((left.__func__, right.__func__), (left.__self__, right.__self__)), depth)
         if isinstance(left, (staticmethod, classmethod)):
             return self.same(left.__func__, right.__func__, depth)
+        if isinstance(left, types.MemberDescriptorType):  # a __slots__ entry of a reloaded class
+            return bool(left.__name__ == right.__name__)
         if isinstance(left, property):
             return self._all(((left.fget, right.fget), (left.fset, right.fset), (left.fdel, right.fdel)), depth)
         if isinstance(left, functools.partial):
