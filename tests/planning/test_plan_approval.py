@@ -227,6 +227,7 @@ def test_a_copy_of_the_flow_with_another_store_runs_the_plan(tmp_path):
 
 
 ENTRY = """\
+import abc
 from dataclasses import dataclass
 
 from partita import (
@@ -244,11 +245,19 @@ class Shards(PartitionDef):
         return "shards"
 
 
-class Prefixed(PartitionDef):
+class Checked(abc.ABC):
+    @abc.abstractmethod
+    def check(self): ...
+
+
+class Prefixed(PartitionDef, Checked):
     __slots__ = ("prefix",)
 
     def __init__(self, prefix):
         self.prefix = prefix
+
+    def check(self):
+        return True
 
     @property
     def domain(self):

@@ -24,7 +24,9 @@ __all__ = ["same_value"]
 _MAX_DEPTH = 40
 _MISSING = object()
 #: Class members that differ per load without changing behaviour.
-_IGNORED_CLASS_MEMBERS = frozenset({"__module__", "__dict__", "__weakref__", "__doc__", "__firstlineno__"})
+_IGNORED_CLASS_MEMBERS = frozenset(
+    {"__module__", "__dict__", "__weakref__", "__doc__", "__firstlineno__", "_abc_impl"}  # _abc_impl: ABC caches
+)
 
 
 def same_value(left: Any, right: Any) -> bool:
