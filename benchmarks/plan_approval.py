@@ -29,7 +29,8 @@ def chain_source(count: int) -> str:
     lines = ["from partita import DatePartitionDef, Flow, asset", "DAYS = DatePartitionDef()", ""]
     lines += ["@asset(partition_def=DAYS)", "def a0(context):", "    return 0", ""]
     for index in range(1, count):
-        lines += ["@asset(partition_def=DAYS)", f"def a{index}(a{index - 1}, context):", f"    return a{index - 1} + 1", ""]
+        upstream = f"a{index - 1}"
+        lines += ["@asset(partition_def=DAYS)", f"def a{index}({upstream}, context):", f"    return {upstream} + 1", ""]
     lines.append(f"flow = Flow(['a{count - 1}'], store=False, max_concurrency=4)")
     return "\n".join(lines)
 

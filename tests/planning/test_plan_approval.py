@@ -88,9 +88,8 @@ def test_a_plan_whose_resource_policy_differs_is_rejected_naming_the_resource():
     calls = []
     registry = _registry(calls, resource="api")
     plan = Flow(["publish"], registry=registry, resources={"api": ResourcePolicy(max_concurrency=1)}).plan(KEYS)
-    runner = Flow(
-        ["publish"], registry=registry, resources={"api": ResourcePolicy(max_concurrency=1, rate_limit=RateLimit(5, 1.0))}
-    )
+    limited = ResourcePolicy(max_concurrency=1, rate_limit=RateLimit(5, 1.0))
+    runner = Flow(["publish"], registry=registry, resources={"api": limited})
     assert "resources['api']" in _rejected(runner, plan, calls)
 
 
@@ -212,7 +211,8 @@ def test_a_flow_with_equal_configuration_built_from_another_registry_runs_the_pl
     calls = []
     policy = {"api": ResourcePolicy(max_concurrency=1)}
     plan = Flow(["publish"], registry=_registry(calls, resource="api"), resources=policy).plan(KEYS)
-    runner = Flow(["publish"], registry=_registry(calls, resource="api"), resources={"api": ResourcePolicy(max_concurrency=1)})
+    equal_policy = {"api": ResourcePolicy(max_concurrency=1)}
+    runner = Flow(["publish"], registry=_registry(calls, resource="api"), resources=equal_policy)
     result = runner.run(plan)
     assert result.status is RunStatus.SUCCESS
     assert result.tasks["publish"].attempts[0].output == 10

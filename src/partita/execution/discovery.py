@@ -73,10 +73,13 @@ class DiscoveryCollector:
         try:
             size = encoded_extra_size(extra)
         except ValueError as exc:
-            raise DiscoveryError(f"asset {self._asset_name!r}: the extra of {position} is not strict JSON: {exc}") from None
+            raise DiscoveryError(
+                f"asset {self._asset_name!r}: the extra of {position} is not strict JSON: {exc}"
+            ) from None
         if size > MAX_EXTRA_BYTES:
             raise DiscoveryError(
-                f"asset {self._asset_name!r}: the extra of {position} is {size} bytes of JSON; the limit is {MAX_EXTRA_BYTES}"
+                f"asset {self._asset_name!r}: the extra of {position} is {size} bytes of JSON; "
+                f"the limit is {MAX_EXTRA_BYTES}"
             )
         return key, extra
 
