@@ -2,8 +2,8 @@
 
 Runs without a store: it shows the two ways a producer declares keys, how
 duplicates collapse, what the plan says, how ``allowed``, ``max_keys`` and the
-key rules fail the producer, what explicit keys do to a runtime domain, and
-which definitions are rejected.
+key rules fail the producer, that a rejected key list declares nothing, what
+explicit keys do to a runtime domain, and which definitions are rejected.
 
     python examples/runtime_rules.py
 """
@@ -18,6 +18,7 @@ from partita import (
     AssetRegistry,
     DatePartitionDef,
     DefinitionError,
+    DiscoveryError,
     Flow,
     MultiPartitionDef,
     PartitionAtRuntime,
@@ -104,6 +105,12 @@ def main() -> None:
         context.add_partition("eu-west")
         context.partition_keys = ["us-east"]
 
+    def a_corrected_list(context: AssetContext) -> None:
+        try:
+            context.partition_keys = ["us-east", ""]  # "" is no key: nothing of the list is declared
+        except DiscoveryError:
+            context.partition_keys = ["us-east", "eu-west"]  # the one assignment is still unused
+
     producer_failure("max_keys=2", region_flow(three_regions, PartitionAtRuntime("regions", max_keys=2)))
     known = PartitionAtRuntime("regions", allowed={"eu-west", "us-east", "apac"})
     producer_failure("allowed keys", region_flow(an_unknown_region, known))
@@ -112,6 +119,8 @@ def main() -> None:
     producer_failure("key length", region_flow(an_overlong_key, regions))
     producer_failure("output mapping", region_flow(an_undeclared_output, regions))
     producer_failure("declared both ways", region_flow(both_ways, regions))
+    corrected = region_flow(a_corrected_list, regions).run()
+    print("corrected list, discovered:", corrected.discovered_partition_keys("regions"))
 
     try:
         MultiPartitionDef({"day": DatePartitionDef(), "region": regions})

@@ -19,12 +19,13 @@ from partita.definitions.config import RunConfig, check_positive_int
 from partita.definitions.groups import PartitionGroup
 from partita.definitions.policies import ResourcePolicy
 from partita.definitions.registry import AssetRegistry, default_registry
-from partita.errors import ConfigurationError, DefinitionError, PlanningError
+from partita.errors import ConfigurationError, DefinitionError
 from partita.events.model import AssetEvent
 from partita.execution.clock import Clock
 from partita.execution.engine import DEFAULT_CANCEL_GRACE_SECONDS, RunOptions, execute_plan
 from partita.execution.events import ExecutionObserver
 from partita.execution.executors import resolve_executor
+from partita.planning.approval import check_plan_matches
 from partita.planning.graph import resolve_closure
 from partita.planning.plan import FlowPlan, build_plan
 from partita.planning.selection import KeySource
@@ -190,9 +191,16 @@ class Flow:
         )
 
     def _approved(self, config: ConfigLike | FlowPlan) -> FlowPlan:
+        """The plan to run: ``config`` planned now, or a given plan that matches this Flow."""
         if isinstance(config, FlowPlan):
-            if config.registry is not self.registry or config.targets != self.targets:
-                raise PlanningError("the plan was built by another flow; plan and run with the same Flow")
+            check_plan_matches(
+                config,
+                registry=self.registry,
+                targets=self.targets,
+                resources=self.resources,
+                partition_groups=self.partition_groups,
+                max_concurrency=self.max_concurrency,
+            )
             return config
         return self.plan(config)
 

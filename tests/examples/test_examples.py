@@ -402,17 +402,18 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "  sales apac skipped (partition_not_discovered)",
         "  forecast apac skipped (dependency_failed)",
         "max_keys=2: DiscoveryError: asset 'regions' declared more than max_keys=2 keys for runtime:regions; "
-        "downstream attempts: 0",
-        "allowed keys: DiscoveryError: asset 'regions' declared a key that runtime:regions rejects: partition key is "
-        "not one of the keys allowed by runtime:regions; downstream attempts: 0",
-        "allowed predicate: DiscoveryError: asset 'regions' declared a key that runtime:regions rejects: partition "
-        "key is not allowed by runtime:regions; downstream attempts: 0",
+        "nothing was declared; downstream attempts: 0",
+        "allowed keys: DiscoveryError: asset 'regions' declared partition_keys[1] that runtime:regions rejects: "
+        "partition key is not one of the keys allowed by runtime:regions; nothing was declared; downstream attempts: 0",
+        "allowed predicate: DiscoveryError: asset 'regions' declared partition_keys[0] that runtime:regions rejects: "
+        "partition key is not allowed by runtime:regions; nothing was declared; downstream attempts: 0",
         "key length: DiscoveryError: asset 'regions' declared a key that runtime:regions rejects: runtime partition "
         "keys are at most 255 characters; downstream attempts: 0",
         "output mapping: DiscoveryError: asset 'regions' returned an output for a key it did not declare; declare "
         "every key with add_partition or partition_keys; downstream attempts: 0",
         "declared both ways: DiscoveryError: asset 'regions' called add_partition already; declare keys one way, "
         "not both; downstream attempts: 0",
+        "corrected list, discovered: ('us-east', 'eu-west')",
         "inside a product: DefinitionError: MultiPartitionDef dimension 'region': a runtime definition cannot be a "
         "dimension of a product",
     ],

@@ -24,8 +24,8 @@ from partita import (
 SECRET_KEYS = ["tenant-secret-123", "tenant-secret-456"]
 
 
-def _pipeline(calls):
-    """lookup (unpartitioned) -> extract (date) -> publish (date, async)."""
+def _pipeline(calls, *, start=None):
+    """lookup (unpartitioned) -> extract (date, from ``start``) -> publish (date, async)."""
     registry = AssetRegistry()
 
     @asset(registry=registry)
@@ -33,7 +33,7 @@ def _pipeline(calls):
         calls.append(("lookup", None))
         return {"rate": 2}
 
-    @asset(partition_def=DatePartitionDef(), registry=registry)
+    @asset(partition_def=DatePartitionDef(start=start), registry=registry)
     def extract(lookup, context):
         calls.append(("extract", context.partition_key))
         return lookup["rate"]
@@ -266,10 +266,10 @@ def test_run_of_an_empty_plan_runs_only_unpartitioned_work():
     assert result.tasks["publish"].attempts == ()
 
 
-def test_plan_from_a_flow_with_another_registry_is_rejected_by_run():
+def test_plan_from_a_flow_whose_registry_defines_the_assets_otherwise_is_rejected_by_run():
     calls = []
     first = Flow(["publish"], registry=_pipeline(calls))
-    second = Flow(["publish"], registry=_pipeline(calls))
+    second = Flow(["publish"], registry=_pipeline(calls, start="2026-01-01"))
     plan = first.plan({"partition_keys": ["2026-08-08"]})
     with pytest.raises(PlanningError, match="another flow"):
         second.run(plan)

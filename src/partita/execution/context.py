@@ -25,7 +25,8 @@ class AssetContext:
     may itself be falsey, such as ``0`` or ``""``). ``invocation_number``
     starts at 1 and grows with each retry of the same attempt. A discovering
     producer of a runtime domain declares its keys with `add_partition` or
-    one ``partition_keys = [...]`` assignment. In a run a trigger started,
+    one ``partition_keys = [...]`` assignment, validated whole before any key
+    of it is declared. In a run a trigger started,
     ``triggering_events`` holds the asset events that started it.
     """
 
@@ -74,6 +75,7 @@ class AssetContext:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "partition_keys":
+            # Whole or nothing: a rejected list declares no key and leaves the assignment unused.
             self._collector().assign(value)
             return
         raise AttributeError(f"AssetContext is read-only; {name!r} cannot be set")

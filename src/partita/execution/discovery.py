@@ -2,9 +2,12 @@
 
 The producer declares keys with ``context.add_partition(key, extra=None)``
 (repeatable) or one ``context.partition_keys = [...]`` assignment. Each key
-is validated when declared (type, length, ``allowed``) and ``max_keys`` is
-enforced as keys arrive, so a violation fails the producer inside its body.
-A key declared twice counts once (its first ``extra`` wins). The body may
+is validated when declared (type, length, ``allowed``, ``extra``) and
+``max_keys`` is enforced as keys arrive, so a violation fails the producer
+inside its body. An assignment is validated whole before any of it is
+declared: a rejected list declares nothing and leaves the assignment unused,
+so a body that catches the error can assign a corrected list. A key declared
+twice counts once (its first ``extra`` wins). The body may
 return a mapping of declared key to output; each fanned-out attempt receives
 its key's output.
 """
@@ -52,55 +55,86 @@ class DiscoveryCollector:
         self._keys = dict(state["keys"])
         self._assigned = state["assigned"]
 
-    def _declare(self, key: Any, extra: Any) -> None:
+    def _validated(self, key: Any, extra: Any, position: str) -> tuple[str, Mapping[str, Any] | None]:
+        """The normalized key and its extra, or DiscoveryError; declares nothing."""
         if isinstance(key, PartitionKey):
             key, extra = key.key, key.extra if extra is None else extra
         try:
             key = self._definition.normalize_key(key)
         except ValueError as exc:
-            raise DiscoveryError(f"asset {self._asset_name!r} declared a key that {self._definition.domain} rejects: {exc}") from None
-        if extra is not None:
-            if not isinstance(extra, Mapping):
-                raise DiscoveryError(f"asset {self._asset_name!r}: a discovered key's extra must be a JSON object (a dict)")
-            extra = dict(extra)
-            try:
-                size = encoded_extra_size(extra)
-            except ValueError as exc:
-                raise DiscoveryError(f"asset {self._asset_name!r}: a discovered key's extra is not strict JSON: {exc}") from None
-            if size > MAX_EXTRA_BYTES:
-                raise DiscoveryError(
-                    f"asset {self._asset_name!r}: a discovered key's extra is {size} bytes of JSON; the limit is {MAX_EXTRA_BYTES}"
-                )
-        if key in self._keys:
-            return  # declared twice: one key
+            raise DiscoveryError(
+                f"asset {self._asset_name!r} declared {position} that {self._definition.domain} rejects: {exc}"
+            ) from None
+        if extra is None:
+            return key, None
+        if not isinstance(extra, Mapping):
+            raise DiscoveryError(f"asset {self._asset_name!r}: the extra of {position} must be a JSON object (a dict)")
+        extra = dict(extra)
+        try:
+            size = encoded_extra_size(extra)
+        except ValueError as exc:
+            raise DiscoveryError(
+                f"asset {self._asset_name!r}: the extra of {position} is not strict JSON: {exc}"
+            ) from None
+        if size > MAX_EXTRA_BYTES:
+            raise DiscoveryError(
+                f"asset {self._asset_name!r}: the extra of {position} is {size} bytes of JSON; "
+                f"the limit is {MAX_EXTRA_BYTES}"
+            )
+        return key, extra
+
+    def _check_limit(self, count: int) -> None:
         limit = self._definition.max_keys
-        if limit is not None and len(self._keys) >= limit:
+        if limit is not None and count > limit:
             raise DiscoveryError(
                 f"asset {self._asset_name!r} declared more than max_keys={limit} keys for {self._definition.domain}"
             )
-        self._keys[key] = extra
 
     def add(self, key: Any, extra: Any = None) -> None:
+        self._check_can_add()
+        # Validation runs user code (an allowed predicate): outside the lock.
+        key, extra = self._validated(key, extra, "a key")
         with self._lock:
-            if self._assigned:
-                raise DiscoveryError(
-                    f"asset {self._asset_name!r} assigned partition_keys already; declare keys one way, not both"
-                )
-            self._declare(key, extra)
+            self._check_can_add()
+            if key in self._keys:
+                return  # declared twice: one key, the first extra wins
+            self._check_limit(len(self._keys) + 1)
+            self._keys[key] = extra
+
+    def _check_can_add(self) -> None:
+        if self._assigned:
+            raise DiscoveryError(
+                f"asset {self._asset_name!r} assigned partition_keys already; declare keys one way, not both"
+            )
 
     def assign(self, keys: Iterable[Any]) -> None:
+        """Declare the whole list, or nothing: a rejected list leaves the assignment unused."""
         if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
             raise DiscoveryError(f"asset {self._asset_name!r}: partition_keys must be a list of keys or PartitionKey values")
+        self._check_can_assign()
+        # Collected apart from the declared keys and committed only when every element
+        # passed; max_keys is checked as keys arrive, so an endless generator stops too.
+        accepted: dict[str, Mapping[str, Any] | None] = {}
+        try:
+            for index, candidate in enumerate(keys):
+                key, extra = self._validated(candidate, None, f"partition_keys[{index}]")
+                if key not in accepted:  # duplicates collapse: the first extra wins
+                    accepted[key] = extra
+                    self._check_limit(len(accepted))
+        except DiscoveryError as exc:
+            raise DiscoveryError(f"{exc}; nothing was declared") from None
         with self._lock:
-            if self._assigned:
-                raise DiscoveryError(f"asset {self._asset_name!r} assigned partition_keys twice; assign it once")
-            if self._keys:
-                raise DiscoveryError(
-                    f"asset {self._asset_name!r} called add_partition already; declare keys one way, not both"
-                )
+            self._check_can_assign()
             self._assigned = True
-            for key in keys:
-                self._declare(key, None)
+            self._keys.update(accepted)
+
+    def _check_can_assign(self) -> None:
+        if self._assigned:
+            raise DiscoveryError(f"asset {self._asset_name!r} assigned partition_keys twice; assign it once")
+        if self._keys:
+            raise DiscoveryError(
+                f"asset {self._asset_name!r} called add_partition already; declare keys one way, not both"
+            )
 
     def declared(self) -> tuple[PartitionKey, ...]:
         with self._lock:

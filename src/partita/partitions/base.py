@@ -14,6 +14,9 @@ from typing import Any, ClassVar
 
 __all__ = ["PartitionDef"]
 
+#: The methods that decide what a key becomes; a subclass overriding one keys differently.
+_KEY_METHODS = ("normalize_key", "parse_key", "format_key", "key_identity", "range")
+
 
 class PartitionDef:
     """Base class for partition definitions.
@@ -71,6 +74,24 @@ class PartitionDef:
                 "unhashable value"
             ) from None
         return (type(key), key)
+
+    def key_contract(self) -> object:
+        """What decides how this definition turns input into keys, compared with ``==``.
+
+        Assets of one domain in one closure receive each other's keys, so their
+        definitions must normalize, parse and format keys alike: planning
+        fails when their contracts differ. The default is the classes'
+        key methods plus every instance attribute, so another class, or the
+        same class configured otherwise, is another contract. Override it to
+        leave out settings that only accept or reject keys (the built-ins
+        leave out ``start``/``end``, static key sets and ``allowed``), or
+        caches a definition fills while it normalizes keys.
+        """
+        return (self._key_methods(), self.domain, dict(getattr(self, "__dict__", {})))
+
+    def _key_methods(self) -> tuple[Any, ...]:
+        cls = type(self)
+        return tuple(getattr(cls, name) for name in _KEY_METHODS)
 
     def describe(self) -> dict[str, Any]:
         """JSON-safe description: kind, domain, key form, range support."""

@@ -134,6 +134,9 @@ class MultiPartitionDef(PartitionDef):
     def key_identity(self, key: MultiPartitionKey) -> Hashable:
         return tuple(definition.key_identity(key[name]) for name, definition in self._dimensions)
 
+    def key_contract(self) -> object:
+        return (self._key_methods(), tuple((name, definition.key_contract()) for name, definition in self._dimensions))
+
     def describe(self) -> dict[str, Any]:
         description = super().describe()
         description["dimensions"] = {name: definition.describe() for name, definition in self._dimensions}

@@ -113,6 +113,10 @@ class PartitionAtRuntime(PartitionDef):
     def key_identity(self, key: str) -> str:
         return key
 
+    def key_contract(self) -> object:
+        # allowed and max_keys only accept or reject keys.
+        return (self._key_methods(), self.domain)
+
     def describe(self) -> dict[str, Any]:
         description = super().describe()
         description["max_keys"] = self._max_keys

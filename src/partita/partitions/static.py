@@ -78,6 +78,10 @@ class StaticPartitionDef(PartitionDef):
     def key_identity(self, key: str) -> str:
         return key
 
+    def key_contract(self) -> object:
+        # The declared keys only accept or reject; a key is itself in every key set.
+        return (self._key_methods(), self.domain)
+
     def describe(self) -> dict[str, Any]:
         description = super().describe()
         description["key_count"] = len(self._keys)

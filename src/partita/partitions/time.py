@@ -74,6 +74,10 @@ class _BoundedTimeDef(PartitionDef):
             raise ValueError("partition_range start is later than end")
         return first, last
 
+    def key_contract(self) -> object:
+        # Bounds only accept or reject keys; the domain carries an hourly zone.
+        return (self._key_methods(), self.domain)
+
     def describe(self) -> dict[str, Any]:
         description = super().describe()
         description["start"] = None if self._start is None else self.format_key(self._start)

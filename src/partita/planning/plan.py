@@ -101,6 +101,9 @@ class PlanOptions:
     """Run options fixed by the plan."""
 
     max_concurrency: int | None
+    #: The Flow's own max_concurrency (a run config may override it above); a Flow
+    #: with another one does not run this plan.
+    default_max_concurrency: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +250,6 @@ def build_plan(
         selection=selection,
         groups=groups,
         resources=planned_resources,
-        options=PlanOptions(max_concurrency=max_concurrency),
+        options=PlanOptions(max_concurrency=max_concurrency, default_max_concurrency=default_max_concurrency),
         registry=registry,
     )

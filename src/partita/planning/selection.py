@@ -71,6 +71,7 @@ def select_partitions(
             )
         return Selection(SelectionKind.UNPARTITIONED, None, (), None)
     domain = _single_domain(partitioned)
+    _check_one_key_contract(partitioned, domain)
     if len(forms) > 1:
         raise SelectionError(
             f"choose exactly one selection form: {' and '.join(forms)} cannot be combined"
@@ -130,6 +131,35 @@ def _single_domain(partitioned: list[AssetDefinition]) -> str:
             "a run selects keys of exactly one domain, so select targets of one domain"
         )
     return next(iter(by_domain))
+
+
+def _check_one_key_contract(partitioned: list[AssetDefinition], domain: str) -> None:
+    """Every definition of the domain keys it as the first does, or planning fails naming both assets.
+
+    A consumer receives its upstream's output for the same key; if one
+    definition made a ``datetime.date`` of the text the other keeps as text,
+    the run would pair keys of two different meanings.
+    """
+    first = partitioned[0]
+    assert first.partition_def is not None
+    contract = first.partition_def.key_contract()
+    for other in partitioned[1:]:
+        assert other.partition_def is not None
+        if other.partition_def is first.partition_def or _same_contract(other.partition_def.key_contract(), contract):
+            continue
+        raise PlanningError(
+            f"assets {first.name!r} ({type(first.partition_def).__name__}) and {other.name!r} "
+            f"({type(other.partition_def).__name__}) share partition domain {domain} but key it differently "
+            "(another definition class or key setting); definitions of one domain must normalize keys alike: "
+            "use the same definition for both, or give the other definition its own domain"
+        )
+
+
+def _same_contract(left: object, right: object) -> bool:
+    try:
+        return bool(left == right)
+    except Exception:  # noqa: BLE001 - a setting that cannot be compared is not known to key alike
+        return False
 
 
 def _normalizer(definition: PartitionDef, source: KeySource) -> Callable[[Any], Any]:
