@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import time
 from typing import Any
 
@@ -12,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from partita.automation.daemon import TriggerDaemon, json_log_handler
+from partita.automation.daemon import FlowFailure, TriggerDaemon, json_log_handler
 from partita.automation.evaluation import TriggerEvaluator
 from partita.cli.common import (
     emit_document,
@@ -22,7 +23,7 @@ from partita.cli.common import (
     store_option,
 )
 from partita.cli.entry import load_trigger_flows
-from partita.errors import ConfigurationError
+from partita.errors import ConfigurationError, StoreError
 from partita.store.triggers import TriggerStore
 
 
@@ -77,10 +78,20 @@ def trigger(entry: str, once: bool, store_url: str | None, max_in_flight: int, a
         assert store is not None
         daemon = TriggerDaemon(flows, store, max_in_flight=max_in_flight)
         started = daemon.run_once()
+    failing = [{"flow": name, "error": failure.reason} for name, failure in daemon.failing.items()]
     if as_json:
-        emit_document("trigger-pass", {"started_runs": started})
-        return
-    Console().print(f"started {started} consumer run{'s' if started != 1 else ''}", highlight=False)
+        emit_document("trigger-pass", {"started_runs": started, "failing": failing})
+    else:
+        Console().print(f"started {started} consumer run{'s' if started != 1 else ''}", highlight=False)
+        for failure in failing:
+            Console(stderr=True).print(
+                f"[bold red]error:[/] flow {escape(failure['flow'])} failing: {escape(failure['error'])}",
+                highlight=False,
+                soft_wrap=True,
+            )
+    if failing:
+        # The other flows were served; the exit code still says that one could not be (the gravest code).
+        sys.exit(max(failure.exit_code for failure in daemon.failing.values()))
 
 
 def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
@@ -91,18 +102,27 @@ def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
         assert store is not None
         for flow in flows:
             evaluator = TriggerEvaluator(flow, store)
-            report = evaluator.evaluate(record=False)
             recorded = {request.partition_key: request for request in evaluator.due_requests()}
-            documents.append(
-                {
-                    "flow": flow.name,
-                    "trigger": flow.trigger.describe(),  # type: ignore[union-attr]
-                    "paused": report.paused,
-                    "would_start": sorted(set(recorded) | set(report.ready) | set(report.scheduled)),
-                    "waiting": sorted(key for key in report.waiting if key not in recorded),
-                    "rejected_events": [event_id for event_id, _ in report.rejected],
-                }
-            )
+            document: dict[str, Any] = {
+                "flow": flow.name,
+                "trigger": flow.trigger.describe(),  # type: ignore[union-attr]
+                "paused": TriggerStore(store).is_paused(flow.name),
+                "would_start": sorted(recorded),
+                "waiting": [],
+                "rejected_events": [],
+                "error": None,
+            }
+            try:
+                report = evaluator.evaluate(record=False)
+            except StoreError:
+                raise  # the store is unusable for every flow: exit 4
+            except Exception as exc:  # noqa: BLE001 - one failing flow is shown, the others still previewed
+                document["error"] = FlowFailure.of(exc).reason
+            else:
+                document["would_start"] = sorted(set(recorded) | set(report.ready) | set(report.scheduled))
+                document["waiting"] = sorted(key for key in report.waiting if key not in recorded)
+                document["rejected_events"] = [event_id for event_id, _ in report.rejected]
+            documents.append(document)
     return {"flows": documents}
 
 
@@ -111,15 +131,20 @@ def render_pending(document: dict[str, Any]) -> None:
     table = Table(title="pending consumer runs", title_justify="left")
     for column in ("flow", "state", "would start", "waiting (incomplete)", "ignored events"):
         table.add_column(column)
+    failing = []
     for flow in document["flows"]:
+        if flow["error"] is not None:
+            failing.append(flow)
         table.add_row(
             escape(flow["flow"]),
-            "paused" if flow["paused"] else "active",
+            "failing" if flow["error"] is not None else "paused" if flow["paused"] else "active",
             escape(", ".join(flow["would_start"])) or "-",
             escape(", ".join(flow["waiting"])) or "-",
             str(len(flow["rejected_events"])),
         )
     console.print(table)
+    for flow in failing:
+        console.print(f"flow {escape(flow['flow'])} failing: {escape(flow['error'])}", highlight=False, soft_wrap=True)
 
 
 @click.group()
