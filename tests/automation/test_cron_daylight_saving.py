@@ -214,6 +214,12 @@ def test_an_expression_other_than_five_fields_is_rejected(cron: str) -> None:
         p.CronPartitions(cron, start="2026-01-01T00:00")
 
 
+def test_an_expression_that_never_fires_is_rejected() -> None:
+    with pytest.raises(DefinitionError, match="never fires"):
+        p.CronPartitions("0 0 31 2 *", start="2026-01-01T00:00")
+    assert p.CronPartitions("0 0 29 2 *", start="2026-03-01T00:00").cron == "0 0 29 2 *"  # the next leap day counts
+
+
 def test_a_cron_on_a_consumer_that_is_not_time_partitioned_fails_its_evaluation(store: SqlStore) -> None:
     colours = p.StaticPartitionDef("colours", ["red", "blue"])
     flow = build_flow(colours, p.CronPartitions("0 * * * *", start="2026-01-01T00:00"))

@@ -26,11 +26,11 @@ import datetime as dt
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from partita.errors import DefinitionError
 
-__all__ = ["cron_ticks", "is_five_field_cron", "scheduled_key"]
+__all__ = ["cron_ticks", "fires_after", "is_five_field_cron", "scheduled_key"]
 
 _UTC = dt.UTC
 _EPSILON = dt.timedelta(microseconds=1)
@@ -48,6 +48,15 @@ def is_five_field_cron(cron: Any) -> bool:
     than read in a way the user did not mean.
     """
     return isinstance(cron, str) and len(cron.split()) == 5 and bool(croniter.is_valid(cron))
+
+
+def fires_after(cron: str, moment: dt.datetime) -> bool:
+    """Whether a valid expression has any tick after ``moment`` (``0 0 31 2 *`` never has)."""
+    try:
+        croniter(cron, moment.replace(tzinfo=None)).get_next(dt.datetime)
+    except CroniterBadDateError:
+        return False
+    return True
 
 
 def cron_ticks(cron: str, zone: ZoneInfo, after: dt.datetime, until: dt.datetime) -> list[dt.datetime]:

@@ -19,7 +19,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from partita.automation.mappers import IdentityMapper, PartitionMapper
-from partita.automation.schedules import cron_ticks, is_five_field_cron
+from partita.automation.schedules import cron_ticks, fires_after, is_five_field_cron
 from partita.definitions.assets import asset_name_of
 from partita.errors import DefinitionError
 
@@ -76,6 +76,8 @@ class CronPartitions:
             raise DefinitionError("CronPartitions start must be a datetime (history begins there, never implicitly)")
         if start.tzinfo is None:
             start = start.replace(tzinfo=zone)
+        if not fires_after(cron, start.astimezone(zone)):
+            raise DefinitionError("CronPartitions cron never fires: no calendar date matches its fields")
         object.__setattr__(self, "cron", cron)
         object.__setattr__(self, "timezone", timezone)
         object.__setattr__(self, "start", start)
