@@ -148,6 +148,39 @@ def test_the_repeated_hour_keeps_its_offset_and_the_skipped_hour_is_absent(
         assert repeated == [wall, f"{wall}{offset[:3]}:{offset[3:]}"]
 
 
+def transition_days(zone: str, year: int = 2026) -> list[dt.date]:
+    """The local days of ``year`` on which the zone's UTC offset changes."""
+    tz, found = ZoneInfo(zone), []
+    day = dt.date(year, 1, 1)
+    while day.year == year:
+        after = day + dt.timedelta(days=1)
+        if day_start(day, tz).astimezone(tz).utcoffset() != day_start(after, tz).astimezone(tz).utcoffset():
+            found.append(day)
+        day = after
+    return found
+
+
+UNUSUAL = [
+    (zone, day)
+    for zone in ("Australia/Lord_Howe", "Antarctica/Troll", "America/Santiago", "America/Havana", "Pacific/Chatham")
+    for day in transition_days(zone)
+]
+
+
+@pytest.mark.parametrize(("zone", "day"), UNUSUAL, ids=[f"{zone}-{day}" for zone, day in UNUSUAL])
+def test_every_hour_of_the_definition_once_in_zones_with_unusual_transitions(
+    store: SqlStore, zone: str, day: dt.date
+) -> None:
+    """Half-hour shifts (Lord Howe), a two-hour shift (Troll), midnight gaps (Santiago, Havana), +12:45 (Chatham)."""
+    tz, definition = ZoneInfo(zone), p.HourlyPartitionDef(zone)
+    begin, end = day_start(day, tz), day_start(day + dt.timedelta(days=1), tz)
+    first, last = begin.astimezone(tz), (end - HOUR).astimezone(tz).replace(minute=0)
+    expected = [definition.format_key(key) for key in definition.range(first, last)]
+    flow = build_flow(definition, p.CronPartitions("0 * * * *", start=begin, timezone=zone))
+    scheduled = schedule_across(store, flow, begin, end + dt.timedelta(minutes=50), dt.timedelta(minutes=10))
+    assert [key for key, _ in scheduled] == expected
+
+
 @pytest.mark.parametrize(
     ("cron_zone", "consumer_zone", "day"),
     [
