@@ -82,7 +82,9 @@ def cron_ticks(cron: str, zone: ZoneInfo, after: dt.datetime, until: dt.datetime
 
 def _offset_spread(zone: ZoneInfo, around: dt.datetime) -> dt.timedelta:
     """How far the zone's UTC offset moves within a day of ``around`` (zero on ordinary days)."""
-    offsets = [(around + step).astimezone(zone).utcoffset() or dt.timedelta(0) for step in (-_DAY, dt.timedelta(0), _DAY)]
+    offsets = [
+        (around + step).astimezone(zone).utcoffset() or dt.timedelta(0) for step in (-_DAY, dt.timedelta(0), _DAY)
+    ]
     return max(offsets) - min(offsets)
 
 
