@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from partita.automation.daemon import TriggerDaemon
+from partita.automation.daemon import TriggerDaemon, json_log_handler
 from partita.cli.entry import load_trigger_flows
 from partita.cli.main import cli
 from partita.store import open_store
@@ -119,6 +119,9 @@ def test_a_flow_whose_trigger_raises_every_pass_does_not_stop_the_daemon_serving
         errors = [r for r in caplog.records if r.levelno == logging.ERROR and getattr(r, "flow", None) == "schedule"]
         assert len(errors) == 1, "the same failure is logged once, not once per pass"
         assert "schedule source unreachable" in errors[0].getMessage()
+        line = json_log_handler().format(errors[0])  # what serve writes on stderr: one JSON line
+        assert "\n" not in line
+        assert "RuntimeError: schedule source unreachable" in json.loads(line)["traceback"]
 
         pending = _pending(path, store_url)
         assert pending["schedule"]["error"] == "RuntimeError: schedule source unreachable"
