@@ -110,6 +110,7 @@ def test_batch_validation_documents_match_their_schemas(url: str):
         "would_start": ["41", "42"],
         "waiting": [],
         "rejected_events": [],
+        "error": None,
         "follow_ups": [],
         "retrying": [],
         "abandoned": [],
@@ -279,6 +280,9 @@ PENDING_DRIFT: dict[str, tuple[tuple[str | int, ...], Any]] = {
     "a trigger without assets": (("flows", 0, "trigger", "assets"), []),
     "a trigger without a mapper": (("flows", 0, "trigger", "mapper"), DELETE),
     "an extra trigger field": (("flows", 0, "trigger", "cron"), "0 * * * *"),
+    "error missing": (("flows", 0, "error"), DELETE),
+    "an empty error": (("flows", 0, "error"), ""),
+    "an error that is not text": (("flows", 0, "error"), {"message": "broken"}),
 }
 
 
@@ -314,6 +318,11 @@ def test_the_trigger_pass_schema_rejects_drift(url: str, tmp_path: Path):
         (("started_runs",), "2"),
         (("started_runs",), 1.5),
         (("started",), 0),
+        (("failing",), DELETE),
+        (("failing",), ["schedule"]),
+        (("failing",), [{"flow": "schedule"}]),
+        (("failing",), [{"flow": "schedule", "error": ""}]),
+        (("failing",), [{"flow": "schedule", "error": "broken", "exit_code": 2}]),
         (("schema",), "partita.pending"),
         (("version",), 2),
     ]:

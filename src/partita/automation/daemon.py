@@ -3,7 +3,9 @@
 Each pass evaluates every flow's trigger, then claims due requests and runs
 them on a bounded pool of worker threads. SIGTERM/SIGINT stop claiming new
 work; runs in flight finish. Several daemons may serve the same store: the
-store decides who runs what.
+store decides who runs what. A flow whose trigger raises is logged, listed in
+`TriggerDaemon.failing` and tried again on the next pass; it never stops the
+daemon serving the other flows.
 
 Between passes the daemon sleeps until the poll interval has passed, a run
 finishes (its slot is refilled), it is told to stop, or, on PostgreSQL, the
@@ -26,6 +28,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from partita.automation.evaluation import TriggerEvaluator, run_request
@@ -36,7 +39,7 @@ from partita.store.notifications import EventListener, listen_for_events
 from partita.store.sql import SqlStore
 from partita.store.triggers import TriggerStore
 
-__all__ = ["TriggerDaemon", "json_log_handler"]
+__all__ = ["FlowFailure", "TriggerDaemon", "json_log_handler"]
 
 log = logging.getLogger("partita.daemon")
 
@@ -54,6 +57,8 @@ class _JsonFormatter(logging.Formatter):
         for key in ("flow", "request", "run_id", "partition_key", "daemon", "wakeup"):
             if hasattr(record, key):
                 document[key] = getattr(record, key)
+        if record.exc_info:  # a bug's traceback, kept inside the one line
+            document["traceback"] = self.formatException(record.exc_info)
         return json.dumps(document)
 
 
@@ -123,10 +128,13 @@ class TriggerDaemon:
         #: Consumer runs started, and claimed runs whose start the store refused (their requests stay pending).
         self.started_runs = 0
         self.unstarted_runs = 0
+        self._claims = 0  # requests this daemon claimed (a pass that claims none ends run_once)
         self._counts = threading.Lock()
         # Set while serving when a run finishes (its slot is refilled at once) or on stop.
         self._wakeup: _Wakeup | None = None
         self._paused: dict[str, bool] = {}
+        #: Flows whose last pass failed, with the reason; they are retried on every pass.
+        self.failing: dict[str, FlowFailure] = {}
         #: Upstream assets of the event triggers: announcements of other assets are ignored.
         self.watched_assets = frozenset(
             asset
@@ -239,34 +247,85 @@ class TriggerDaemon:
 
         Every flow is evaluated even when the slots are full: its requests
         are then recorded and wait for a slot, instead of waiting unseen
-        behind another flow's backlog.
+        behind another flow's backlog. A flow whose trigger fails is logged,
+        kept in `failing` and tried again on the next pass; the other flows
+        are served meanwhile.
         """
-        claimed_runs = 0
+        before = self._claims
         full = False
         for evaluator in self.evaluators:
+            name = evaluator.flow.name
+            failed = False
             if evaluate:
-                report = evaluator.evaluate()
-                self._paused[evaluator.flow.name] = report.paused
-                for event_id, reason in report.rejected:
-                    log.warning("event ignored: %s", reason, extra={"flow": evaluator.flow.name, "request": event_id})
-            if full or self._paused.get(evaluator.flow.name):
+                try:
+                    self._evaluate(evaluator)
+                except Exception as exc:  # noqa: BLE001 - one flow's failure must not stop the others
+                    self._flow_failed(name, exc)
+                    failed = True
+            # Requests recorded before a failure still start: they were decided while the flow was sound.
+            if not full and not self._paused.get(name):
+                try:
+                    full = self._start_due(evaluator)
+                except Exception as exc:  # noqa: BLE001 - as above
+                    self._flow_failed(name, exc)
+                    failed = True
+            if evaluate and not failed and self.failing.pop(name, None) is not None:
+                log.info("flow recovered", extra={"flow": name, "daemon": self.daemon_id})
+            if self._stop.is_set():
+                break
+        return self._claims - before
+
+    def _evaluate(self, evaluator: TriggerEvaluator) -> None:
+        report = evaluator.evaluate()
+        self._paused[evaluator.flow.name] = report.paused
+        for event_id, reason in report.rejected:
+            log.warning("event ignored: %s", reason, extra={"flow": evaluator.flow.name, "request": event_id})
+
+    def _flow_failed(self, name: str, exc: Exception) -> None:
+        """Remember and log a flow's failure; the same failure again is logged once, at debug level."""
+        failure = FlowFailure.of(exc)
+        repeated = self.failing.get(name) == failure
+        self.failing[name] = failure
+        log.log(
+            logging.DEBUG if repeated else logging.ERROR,
+            "flow failing, retried on the next pass: %s",
+            failure.reason,
+            extra={"flow": name, "daemon": self.daemon_id},
+            exc_info=not repeated and not isinstance(exc, PartitaError),
+        )
+
+    def _start_due(self, evaluator: TriggerEvaluator) -> bool:
+        """Claim and start ``evaluator``'s due requests while slots are free; True when the slots are full."""
+        for request in evaluator.due_requests(limit=4 * self.max_in_flight):
+            if self._stop.is_set():
+                return False
+            self._in_flight = {future for future in self._in_flight if not future.done()}
+            if len(self._in_flight) >= self.max_in_flight:
+                return True
+            claimed = evaluator.claim(request)
+            if claimed is None:
                 continue
-            for request in evaluator.due_requests(limit=4 * self.max_in_flight):
-                if self._stop.is_set():
-                    return claimed_runs
-                self._in_flight = {future for future in self._in_flight if not future.done()}
-                if len(self._in_flight) >= self.max_in_flight:
-                    full = True
-                    break
-                claimed = evaluator.claim(request)
-                if claimed is None:
-                    continue
-                claimed_runs += 1
-                log.info(
-                    "starting consumer run",
-                    extra={"flow": evaluator.flow.name, "request": claimed.id, "run_id": claimed.run_id},
-                )
-                future = self._pool.submit(run_request, evaluator, claimed)
-                future.add_done_callback(self._slot_freed)
-                self._in_flight.add(future)
-        return claimed_runs
+            self._claims += 1
+            log.info(
+                "starting consumer run",
+                extra={"flow": evaluator.flow.name, "request": claimed.id, "run_id": claimed.run_id},
+            )
+            future = self._pool.submit(run_request, evaluator, claimed)
+            future.add_done_callback(self._slot_freed)
+            self._in_flight.add(future)
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class FlowFailure:
+    """Why a flow's last pass failed: one line, and the exit code its error class has (SPEC §13)."""
+
+    reason: str
+    exit_code: int
+
+    @classmethod
+    def of(cls, exc: BaseException) -> FlowFailure:
+        """Partita's own message; for a bug in user code, the exception's type and text (configuration, 2)."""
+        if isinstance(exc, PartitaError):
+            return cls(str(exc), exc.exit_code)
+        return cls(f"{type(exc).__name__}: {exc}", PartitaError.exit_code)

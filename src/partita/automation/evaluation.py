@@ -15,8 +15,10 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from partita.automation.mappers import Requirement
+from partita.automation.schedules import scheduled_key
 from partita.automation.triggers import CronPartitions, OnAssetEvents
 from partita.errors import PartitaError, PlanningError, StoreError
 from partita.flow import Flow
@@ -160,25 +162,17 @@ class TriggerEvaluator:
         _, last_tick = self.triggers.cursor(self.flow.name)
         after = None if last_tick is None else dt.datetime.fromtimestamp(last_tick, dt.UTC)
         ticks = trigger.ticks(after, now)
-        consumer = self.consumer_def
+        zone = ZoneInfo(trigger.timezone)
+        # Each tick names the partition that ended since the tick before it (if any).
+        previous, seen = trigger.counted_after(after), set()
         for tick in ticks:
-            report.scheduled.append(self._schedule_key(consumer, tick))
+            key = scheduled_key(self.consumer_def, zone, tick, previous)
+            if key is not None and key not in seen:
+                seen.add(key)
+                report.scheduled.append(key)
+            previous = tick
         if record and ticks:
             self.triggers.record_schedule(self.flow.name, report.scheduled, ticks[-1].timestamp(), now.timestamp())
-
-    @staticmethod
-    def _schedule_key(consumer: Any, tick: dt.datetime) -> str:
-        """The partition of the consumer's time definition that ends at ``tick``."""
-        if consumer is None:
-            return tick.isoformat()
-        moment = tick - dt.timedelta(microseconds=1)
-        kind = consumer.kind
-        if kind == "hourly":
-            return str(consumer.format_key(consumer.normalize_key(moment.replace(minute=0, second=0, microsecond=0))))
-        local = moment.date()
-        if kind == "monthly":
-            return str(consumer.format_key(local.replace(day=1)))
-        return str(consumer.format_key(consumer.normalize_key(local)))
 
     # -- starting ---------------------------------------------------------------
 

@@ -4,8 +4,10 @@
   downstream key once every listed upstream asset has events for the keys
   that key needs (per the mapper).
 - `CronPartitions(cron, timezone="UTC", start=...)`: a run per elapsed
-  schedule tick, for the partition of the flow's time definition that ends at
-  that tick; ``start`` is explicit, so there is no implicit history.
+  schedule tick, for the partition of the flow's time definition that has
+  ended by that tick; ``start`` is explicit, so there is no implicit history.
+  Ticks are real instants, also on daylight-saving days (see
+  `partita.automation.schedules`).
 
 Both take ``rerun_interrupted`` (default 2): how many follow-up runs a
 request gets when its consumer run is cut short by a crash, so that every
@@ -20,9 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
-
 from partita.automation.mappers import IdentityMapper, PartitionMapper
+from partita.automation.schedules import cron_ticks, fires_after, is_five_field_cron
 from partita.definitions.assets import asset_name_of
 from partita.errors import DefinitionError
 
@@ -81,7 +82,7 @@ class CronPartitions:
         timezone: str = "UTC",
         rerun_interrupted: int = DEFAULT_RERUN_INTERRUPTED,
     ) -> None:
-        if not isinstance(cron, str) or not croniter.is_valid(cron):
+        if not is_five_field_cron(cron):
             raise DefinitionError("CronPartitions cron is not a valid cron expression (five fields, e.g. '0 * * * *')")
         try:
             zone = ZoneInfo(timezone)
@@ -100,26 +101,23 @@ class CronPartitions:
             raise DefinitionError("CronPartitions start must be a datetime (history begins there, never implicitly)")
         if start.tzinfo is None:
             start = start.replace(tzinfo=zone)
+        if not fires_after(cron, start.astimezone(zone)):
+            raise DefinitionError("CronPartitions cron never fires: no calendar date matches its fields")
         object.__setattr__(self, "cron", cron)
         object.__setattr__(self, "timezone", timezone)
         object.__setattr__(self, "start", start)
         object.__setattr__(self, "rerun_interrupted", _rerun_interrupted(rerun_interrupted, "CronPartitions"))
 
+    def counted_after(self, after: dt.datetime | None) -> dt.datetime:
+        """The instant ticks are counted strictly after: the last handled tick, never before ``start``.
+
+        Strictly after start: the tick at start itself would name a partition before it.
+        """
+        return self.start if after is None or after < self.start else after
+
     def ticks(self, after: dt.datetime | None, until: dt.datetime) -> list[dt.datetime]:
-        """Schedule ticks in (after, until], never before ``start``."""
-        zone = ZoneInfo(self.timezone)
-        # Strictly after start: the tick at start itself would name a partition before it.
-        begin = self.start if after is None or after < self.start else after
-        iterator = croniter(self.cron, begin.astimezone(zone))
-        ticks = []
-        while True:
-            tick = iterator.get_next(dt.datetime)
-            if tick.tzinfo is None:
-                tick = tick.replace(tzinfo=zone)
-            if tick > until:
-                return ticks
-            if after is None or tick > after:
-                ticks.append(tick)
+        """Schedule ticks in (after, until] as real instants, never at or before ``start``."""
+        return cron_ticks(self.cron, ZoneInfo(self.timezone), self.counted_after(after), until)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "cron", "cron": self.cron, "timezone": self.timezone, "start": self.start.isoformat()}

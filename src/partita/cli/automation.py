@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from partita.automation.daemon import TriggerDaemon, json_log_handler
+from partita.automation.daemon import FlowFailure, TriggerDaemon, json_log_handler
 from partita.automation.evaluation import TriggerEvaluator
 from partita.cli.common import (
     emit_document,
@@ -80,17 +80,28 @@ def trigger(entry: str, once: bool, store_url: str | None, max_in_flight: int, a
         daemon = TriggerDaemon(flows, store, max_in_flight=max_in_flight)
         started = daemon.run_once()
     unstarted = daemon.unstarted_runs
+    failing = [{"flow": name, "error": failure.reason} for name, failure in daemon.failing.items()]
     if as_json:
-        emit_document("trigger-pass", {"started_runs": started, "unstarted_runs": unstarted})
+        emit_document("trigger-pass", {"started_runs": started, "unstarted_runs": unstarted, "failing": failing})
     else:
         Console().print(f"started {started} consumer run{'s' if started != 1 else ''}", highlight=False)
-    if unstarted:  # the document above already is the one on stdout: report on stderr, exit as a store failure
+        for failure in failing:
+            Console(stderr=True).print(
+                f"[bold red]error:[/] flow {escape(failure['flow'])} failing: {escape(failure['error'])}",
+                highlight=False,
+                soft_wrap=True,
+            )
+    codes = [failure.exit_code for failure in daemon.failing.values()]
+    if unstarted:  # the document above already is the one on stdout: report on stderr
         Console(stderr=True).print(
             f"[bold red]error:[/] {unstarted} consumer run{'s' if unstarted != 1 else ''} could not start; "
             "a start the store refused stays pending and is retried by a later pass (see the messages above)",
             highlight=False,
         )
-        sys.exit(StoreError.exit_code)
+        codes.append(StoreError.exit_code)
+    if codes:
+        # The other flows were served; the exit code still says what could not be (the gravest code).
+        sys.exit(max(codes))
 
 
 def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
@@ -103,40 +114,49 @@ def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
         triggers = TriggerStore(store)
         for flow in flows:
             evaluator = TriggerEvaluator(flow, store)
-            report = evaluator.evaluate(record=False)
             due = evaluator.due_requests(now, record=False)
             recorded = {request.partition_key: request for request in due}
             backing_off = [
                 request for request in triggers.requests(flow.name, ("pending",)) if (request.not_before or 0) > now
             ]
-            documents.append(
-                {
-                    "flow": flow.name,
-                    "trigger": flow.trigger.describe(),  # type: ignore[union-attr]
-                    "paused": report.paused,
-                    "would_start": sorted(set(recorded) | set(report.ready) | set(report.scheduled)),
-                    "waiting": sorted(key for key in report.waiting if key not in recorded),
-                    "rejected_events": [event_id for event_id, _ in report.rejected],
-                    "follow_ups": [
-                        {"partition_key": r.partition_key, "interrupted_run": r.run_id, "try": r.tries + 1}
-                        for r in due
-                        if r.interrupted
-                    ],
-                    "retrying": [
-                        {
-                            "partition_key": r.partition_key,
-                            "start_failures": r.start_failures,
-                            "retry_at": dt.datetime.fromtimestamp(r.not_before or now, dt.UTC).isoformat(),
-                            "error": r.last_error,
-                        }
-                        for r in backing_off
-                    ],
-                    "abandoned": [
-                        {"partition_key": r.partition_key, "error": r.last_error}
-                        for r in triggers.requests(flow.name, ("abandoned",))
-                    ],
-                }
-            )
+            document: dict[str, Any] = {
+                "flow": flow.name,
+                "trigger": flow.trigger.describe(),  # type: ignore[union-attr]
+                "paused": triggers.is_paused(flow.name),
+                "would_start": sorted(recorded),
+                "waiting": [],
+                "rejected_events": [],
+                "error": None,
+                "follow_ups": [
+                    {"partition_key": r.partition_key, "interrupted_run": r.run_id, "try": r.tries + 1}
+                    for r in due
+                    if r.interrupted
+                ],
+                "retrying": [
+                    {
+                        "partition_key": r.partition_key,
+                        "start_failures": r.start_failures,
+                        "retry_at": dt.datetime.fromtimestamp(r.not_before or now, dt.UTC).isoformat(),
+                        "error": r.last_error,
+                    }
+                    for r in backing_off
+                ],
+                "abandoned": [
+                    {"partition_key": r.partition_key, "error": r.last_error}
+                    for r in triggers.requests(flow.name, ("abandoned",))
+                ],
+            }
+            try:
+                report = evaluator.evaluate(record=False)
+            except StoreError:
+                raise  # the store is unusable for every flow: exit 4
+            except Exception as exc:  # noqa: BLE001 - one failing flow is shown, the others still previewed
+                document["error"] = FlowFailure.of(exc).reason
+            else:
+                document["would_start"] = sorted(set(recorded) | set(report.ready) | set(report.scheduled))
+                document["waiting"] = sorted(key for key in report.waiting if key not in recorded)
+                document["rejected_events"] = [event_id for event_id, _ in report.rejected]
+            documents.append(document)
     return {"flows": documents}
 
 
@@ -145,10 +165,13 @@ def render_pending(document: dict[str, Any]) -> None:
     table = Table(title="pending consumer runs", title_justify="left")
     for column in ("flow", "state", "would start", "waiting (incomplete)", "ignored events"):
         table.add_column(column)
+    failing = []
     for flow in document["flows"]:
+        if flow["error"] is not None:
+            failing.append(flow)
         table.add_row(
             escape(flow["flow"]),
-            "paused" if flow["paused"] else "active",
+            "failing" if flow["error"] is not None else "paused" if flow["paused"] else "active",
             escape(", ".join(flow["would_start"])) or "-",
             escape(", ".join(flow["waiting"])) or "-",
             str(len(flow["rejected_events"])),
@@ -176,6 +199,8 @@ def render_pending(document: dict[str, Any]) -> None:
                 f"{escape(abandoned['error'] or 'no reason recorded')}",
                 highlight=False,
             )
+    for flow in failing:
+        console.print(f"flow {escape(flow['flow'])} failing: {escape(flow['error'])}", highlight=False, soft_wrap=True)
 
 
 @click.group()
