@@ -1,4 +1,4 @@
-"""Trigger bookkeeping in the store: requests, cursors, waiting windows, pauses, daemons.
+"""Trigger bookkeeping in the store: cursors, waiting windows, pauses, daemons, and (inherited) requests.
 
 Exactly-once rests on the database, not on memory: a consumer run request is
 unique per (flow, key, generation); new events join the open request of a
@@ -22,13 +22,11 @@ from partita.store.schema import (
     daemons,
     events,
     flow_state,
-    runs,
     trigger_cursors,
     trigger_requests,
-    trigger_runs,
     trigger_waiting,
 )
-from partita.store.sql import SqlStore
+from partita.store.trigger_requests import TriggerLaunch, TriggerRequest, TriggerRequests
 
 __all__ = ["EventPosition", "TriggerLaunch", "TriggerRequest", "TriggerStore", "WaitingKey"]
 
@@ -51,37 +49,6 @@ class EventPosition:
 
 
 @dataclass(frozen=True, slots=True)
-class TriggerRequest:
-    id: int
-    flow: str
-    partition_key: str
-    generation: int
-    status: str
-    event_ids: tuple[int, ...]
-    run_id: str | None
-    created_at: float
-    claimed_at: float | None
-    #: Runs started for the request so far (a follow-up of an interrupted run is one more).
-    tries: int = 0
-    #: Starts that failed in a row; the next is not tried before ``not_before``.
-    start_failures: int = 0
-    not_before: float | None = None
-    last_error: str | None = None
-    #: Set (in memory, never stored) on a claim whose run was interrupted: a follow-up run is due.
-    interrupted: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class TriggerLaunch:
-    """A consumer run's launch: its flow and request, which try it is, and the interrupted run it follows."""
-
-    flow: str
-    request_id: int
-    attempt: int
-    follows_run_id: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class WaitingKey:
     flow: str
     partition_key: str
@@ -89,30 +56,8 @@ class WaitingKey:
     event_ids: tuple[int, ...]
 
 
-def _request(row: Any) -> TriggerRequest:
-    return TriggerRequest(
-        id=int(row.id),
-        flow=row.flow,
-        partition_key=row.partition_key,
-        generation=row.generation,
-        status=row.status,
-        event_ids=tuple(json.loads(row.event_ids)),
-        run_id=row.run_id,
-        created_at=row.created_at,
-        claimed_at=row.claimed_at,
-        tries=int(row.tries),
-        start_failures=int(row.start_failures),
-        not_before=row.not_before,
-        last_error=row.last_error,
-    )
-
-
-class TriggerStore:
-    """Trigger verbs on top of a `SqlStore`'s database."""
-
-    def __init__(self, store: SqlStore) -> None:
-        self.store = store
-        self._engine = store._engine  # noqa: SLF001 - same database, trigger tables
+class TriggerStore(TriggerRequests):
+    """Trigger verbs on top of a `SqlStore`'s database: a pass's reads and writes, and the request verbs."""
 
     # -- cursors and pauses ----------------------------------------------------
 
@@ -358,33 +303,6 @@ class TriggerStore:
             )
 
     # -- requests ----------------------------------------------------------------
-
-    def requests(
-        self,
-        flow: str,
-        statuses: Sequence[str] = ("pending",),
-        limit: int | None = None,
-        *,
-        due_at: float | None = None,
-    ) -> list[TriggerRequest]:
-        """Requests in creation order; ``limit`` keeps a pass from reading a long backlog whole.
-
-        With ``due_at``, requests whose failed start backs off past that time are left out.
-        """
-        query = (
-            f"SELECT * FROM {trigger_requests.name} WHERE flow = ? AND status IN ({', '.join('?' * len(statuses))})"
-        )
-        params: tuple[Any, ...] = (flow, *statuses)
-        if due_at is not None:
-            query += " AND (not_before IS NULL OR not_before <= ?)"
-            params += (due_at,)
-        query += " ORDER BY id"
-        if limit is not None:
-            query += " LIMIT ?"
-            params += (limit,)
-        with self.store._failures("read trigger requests"), self._engine.connect() as connection:  # noqa: SLF001
-            return [_request(row) for row in connection.exec_driver_sql(self.store.driver_sql(query), params)]
-
     def waiting(self, flow: str) -> list[WaitingKey]:
         query = select(trigger_waiting).where(trigger_waiting.c.flow == flow).order_by(trigger_waiting.c.first_seen)
         with self.store._failures("read waiting keys"), self._engine.connect() as connection:  # noqa: SLF001
@@ -392,108 +310,6 @@ class TriggerStore:
                 WaitingKey(row.flow, row.partition_key, row.first_seen, tuple(json.loads(row.event_ids)))
                 for row in connection.execute(query)
             ]
-
-    def claim(self, request: TriggerRequest, run_id: str, now: float) -> bool:
-        """Take a pending request (or a stale claim) for this daemon; only one claimant wins.
-
-        A first claim fixes the run id of the request's next try and records
-        how that run is launched; a takeover of a stale claim keeps both, so
-        the same run can never start twice.
-        """
-        if request.status == "pending":
-            condition, params = "status = 'pending'", (now, run_id, request.id)
-            assignments = "status = 'claimed', claimed_at = ?, run_id = ?, tries = tries + 1"
-        else:
-            condition, params = "status = 'claimed' AND claimed_at = ?", (now, request.id, request.claimed_at)
-            assignments = "status = 'claimed', claimed_at = ?"
-        statement = f"UPDATE {trigger_requests.name} SET {assignments} WHERE id = ? AND {condition}"
-        with self.store._failures("claim a trigger request"), self.store._write() as connection:  # noqa: SLF001
-            won = connection.exec_driver_sql(self.store.driver_sql(statement), params).rowcount == 1
-            if won and request.status == "pending":
-                self._launched(connection, request, run_id, request.tries + 1, None, now)
-            return bool(won)
-
-    def follow_up(self, request: TriggerRequest, run_id: str, now: float) -> bool:
-        """Claim the next try of a request whose run was interrupted; only one claimant wins."""
-        statement = (
-            f"UPDATE {trigger_requests.name} SET run_id = ?, claimed_at = ?, tries = tries + 1 "
-            "WHERE id = ? AND status = 'claimed' AND run_id = ?"
-        )
-        with self.store._failures("claim a follow-up run"), self.store._write() as connection:  # noqa: SLF001
-            won = connection.exec_driver_sql(
-                self.store.driver_sql(statement), (run_id, now, request.id, request.run_id)
-            ).rowcount == 1
-            if won:
-                self._launched(connection, request, run_id, request.tries + 1, request.run_id, now)
-            return bool(won)
-
-    def _launched(
-        self, connection: Any, request: TriggerRequest, run_id: str, attempt: int, follows: str | None, now: float
-    ) -> None:
-        connection.exec_driver_sql(
-            self.store.driver_sql(
-                f'INSERT INTO {trigger_runs.name} (run_id, request_id, flow, attempt, follows_run_id, created_at) '
-                "VALUES (?, ?, ?, ?, ?, ?)"
-            ),
-            (run_id, request.id, request.flow, attempt, follows, now),
-        )
-
-    def release(self, request: TriggerRequest, error: str, not_before: float) -> bool:
-        """Give back a claim whose run could not start: pending again, retried from ``not_before``.
-
-        Only the claimant's own claim is given back (a takeover changed
-        ``claimed_at``); the next claim picks a new run id, so a start whose
-        commit lands late can never be mistaken for the retry.
-        """
-        statement = (
-            f"UPDATE {trigger_requests.name} SET status = 'pending', run_id = NULL, claimed_at = NULL, "
-            "tries = tries - 1, start_failures = start_failures + 1, not_before = ?, last_error = ? "
-            "WHERE id = ? AND status = 'claimed' AND run_id = ? AND claimed_at = ?"
-        )
-        with self.store._failures("release a trigger request"), self.store._write() as connection:  # noqa: SLF001
-            released = connection.exec_driver_sql(
-                self.store.driver_sql(statement), (not_before, error, request.id, request.run_id, request.claimed_at)
-            ).rowcount == 1
-            if released:
-                connection.exec_driver_sql(
-                    self.store.driver_sql(f"DELETE FROM {trigger_runs.name} WHERE run_id = ?"), (request.run_id,)
-                )
-            return bool(released)
-
-    def finish(self, request_id: int, now: float) -> None:
-        statement = (
-            f"UPDATE {trigger_requests.name} SET status = 'finished', finished_at = ?, start_failures = 0, "
-            "not_before = NULL WHERE id = ?"
-        )
-        with self.store._failures("finish a trigger request"), self.store._write() as connection:  # noqa: SLF001
-            connection.exec_driver_sql(self.store.driver_sql(statement), (now, request_id))
-
-    def abandon(self, request: TriggerRequest, error: str, now: float) -> bool:
-        """End a claimed request that will not run: its start was refused for good, or its tries are used up."""
-        statement = (
-            f"UPDATE {trigger_requests.name} SET status = 'abandoned', finished_at = ?, last_error = ? "
-            "WHERE id = ? AND status = 'claimed' AND run_id = ?"
-        )
-        params = (now, error, request.id, request.run_id)
-        with self.store._failures("abandon a trigger request"), self.store._write() as connection:  # noqa: SLF001
-            return bool(connection.exec_driver_sql(self.store.driver_sql(statement), params).rowcount == 1)
-
-    def run_status(self, run_id: str) -> str | None:
-        """The run's status as history shows it (``interrupted`` once its owner is gone), or None before it started."""
-        query = select(
-            runs.c.status, runs.c.owner_host, runs.c.owner_pid, runs.c.owner_token, runs.c.heartbeat_at
-        ).where(runs.c.run_id == run_id)
-        with self.store._failures("read runs"), self._engine.connect() as connection:  # noqa: SLF001
-            row = connection.execute(query).first()
-        return None if row is None else self.store._status(row)  # noqa: SLF001
-
-    def launch(self, run_id: str) -> TriggerLaunch | None:
-        """How a consumer run was launched (None for a run no trigger started)."""
-        with self.store._failures("read the run's launch"), self._engine.connect() as connection:  # noqa: SLF001
-            row = connection.execute(select(trigger_runs).where(trigger_runs.c.run_id == run_id)).first()
-        if row is None:
-            return None
-        return TriggerLaunch(row.flow, int(row.request_id), int(row.attempt), row.follows_run_id)
 
     # -- daemons -----------------------------------------------------------------
 
