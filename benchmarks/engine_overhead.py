@@ -28,7 +28,6 @@ import tracemalloc
 import partita
 from partita.store import Store, open_store
 
-
 # Module level, so that worker processes of the process executor find the bodies.
 REGISTRY = partita.AssetRegistry()
 DAYS = partita.DatePartitionDef()

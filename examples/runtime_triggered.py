@@ -17,10 +17,9 @@ domain, so each discovery event starts one consumer run for its key.
 from __future__ import annotations
 
 import argparse
+import re
 import tempfile
 from pathlib import Path
-
-import re
 
 from partita import AssetContext, Flow, PartitionAtRuntime, PartitionDef, PartitionKey, asset, open_store
 from partita.automation.daemon import TriggerDaemon

@@ -26,7 +26,7 @@ import partita
 from partita.cli.main import cli
 from partita.errors import StoreError
 from partita.store import open_store
-from partita.store.schema import POSTGRESQL_ONLY, KNOWN_REVISIONS, SCHEMA_HEAD, VERSION_TABLE, metadata
+from partita.store.schema import KNOWN_REVISIONS, POSTGRESQL_ONLY, SCHEMA_HEAD, VERSION_TABLE, metadata
 from partita.store.sql import MIGRATIONS
 
 PARTITA_TABLES = {"partita_runs", "partita_attempts", "partita_invocations"}
