@@ -334,6 +334,12 @@ def _report(result: RunResult, flow_plan: FlowPlan, as_json: bool) -> None:
         emit_document("run-result", {"plan": flow_plan.to_dict(), "result": result.to_record(version=1)})
     else:
         render_result(Console(), result)
+    if result.events_error is not None:
+        Console(stderr=True).print(
+            "[yellow]warning:[/] the events this run published could not be read back "
+            f"({escape(result.events_error.type)}); they are stored: see partita events list",
+            highlight=False,
+        )
 
 
 cli.add_command(runs)

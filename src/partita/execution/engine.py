@@ -785,6 +785,7 @@ class _Run:
                 empty_reason = task.empty_reason or SkipReason.NO_PARTITION_KEYS
             tasks[task.name] = TaskResult(task.name, task.partitioned, attempts, empty_reason)
         status = RunStatus.CANCELLED if any_cancelled else RunStatus.FAILED if any_failed else RunStatus.SUCCESS
+        events, events_error = self._published_events()
         return RunResult(
             run_id=self.run_id,
             status=status,
@@ -794,13 +795,26 @@ class _Run:
             plan=self.plan,
             resources={name: gate.statistics() for name, gate in self.gates.items()},
             callback_errors=tuple(self.callbacks.errors) if self.callbacks is not None else (),
-            # Asked of the log, not of local receipts, when worker processes may have emitted.
-            events=self.event_log.events_of_run(self.run_id)  # type: ignore[attr-defined]
-            if self.receipts or self.liveness.exported
-            else (),
+            events=events,
+            events_error=events_error,
             receipts=tuple(self.receipts),
             discoveries={} if self.fan_out is None else dict(self.fan_out.discoveries),
         )
+
+    def _published_events(self) -> tuple[tuple[Any, ...], FailureInfo | None]:
+        """The events this run published, read back from the log, and why that failed if it did.
+
+        Asked of the log, not of local receipts, when worker processes may have
+        emitted. The read is a report, not part of the outcome: a failure
+        (an undecodable value, a lost connection after the store's retries)
+        leaves ``events`` empty and the run's status, and its recording, intact.
+        """
+        if not (self.receipts or self.liveness.exported):
+            return (), None
+        try:
+            return self.event_log.events_of_run(self.run_id), None  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - RecursionError and StoreError alike
+            return (), FailureInfo.from_exception(exc)
 
 
 _now = time.time

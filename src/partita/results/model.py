@@ -221,6 +221,9 @@ class RunResult:
     receipts: tuple[EmissionReceipt, ...] = ()
     #: Discovering producer -> the keys it declared, in discovery order.
     discoveries: Mapping[str, tuple[PartitionKey, ...]] = field(default_factory=dict)
+    #: Why `events` is empty although the run published events: reading them back
+    #: failed. The run's outcome and its recording do not depend on that read.
+    events_error: FailureInfo | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", MappingProxyType(dict(self.tasks)))

@@ -13,6 +13,7 @@ heartbeat tells other hosts the run is alive.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import datetime as dt
 import os
 import socket
@@ -93,6 +94,8 @@ class StoreJournal:
         self._writing = threading.Lock()
         self._stopping = False
         self._error: BaseException | None = None
+        #: Batches a periodic flush failed to write; the end writes them first.
+        self._unwritten: list[ProgressBatch] = []
         self._run_id = ""
         self._key_text: Any = None
         self._retries: dict[tuple[str, int], list[InvocationRecord]] = {}
@@ -146,8 +149,18 @@ class StoreJournal:
                 self._error = exc
 
     def _flush(self) -> None:
-        for progress in self._take_progress():
-            self._store.record_progress(progress.attempts, self._run_id, new=progress.new, outlets=progress.outlets)
+        """Write what is buffered; batches whose write failed stay for the end to replay."""
+        batches = [*self._unwritten, *self._take_progress()]
+        self._unwritten = []
+        for position, progress in enumerate(batches):
+            try:
+                self._store.record_progress(
+                    progress.attempts, self._run_id, new=progress.new, outlets=progress.outlets, replay=progress.replay
+                )
+            except BaseException:
+                # The write may or may not have committed: replayed idempotently.
+                self._unwritten = [dataclasses.replace(batch, replay=True) for batch in batches[position:]]
+                raise
 
     def _take_progress(self) -> list[ProgressBatch]:
         """The buffered events as rows to write: new attempts (bulk insert) and updates."""
@@ -235,13 +248,15 @@ class StoreJournal:
         )
 
     def end(self, result: RunResult) -> None:
-        """Flush everything and record the outcome; raises StoreError on failure."""
+        """Flush everything and record the outcome; raises StoreError on failure.
+
+        A periodic flush that failed does not stop the outcome from being
+        written: its batches commit with it (idempotently). Only when that
+        last write fails too is the run left unfinished in the store.
+        """
         _flusher.remove(self)
         with self._writing:  # waits for a flush in progress
             self._stopping = True
-        if self._error is not None:
-            error = self._error
-            raise error if isinstance(error, StoreError) else StoreError(f"run history could not be written: {error}")
         header = run_header_of(result)
         self._store.record_run_finished(
             RunEnd(
@@ -255,5 +270,6 @@ class StoreJournal:
                 },
             ),
             # The last attempts commit with the outcome: a short run costs one write at its end.
-            self._take_progress(),
+            [*self._unwritten, *self._take_progress()],
         )
+        self._unwritten = []

@@ -37,6 +37,8 @@ class ProgressBatch:
     attempts: Sequence[AttemptRecord]
     new: bool = False
     outlets: Sequence[EventDraft] = ()
+    #: An earlier write of this batch failed with an unknown outcome: write it idempotently.
+    replay: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +120,15 @@ class Store(Protocol):
         *,
         new: bool = False,
         outlets: Sequence[EventDraft] = (),
+        replay: bool = False,
     ) -> None:
         """Write attempts (running or terminal), their invocations and outlet events, in one transaction.
 
         ``new=True`` promises none of the attempts was written before, which
         lets the store use its fastest bulk insert; otherwise rows are upserted.
+        ``replay=True`` says an earlier write of the same rows may have
+        committed: nothing already stored is written twice. Transient
+        failures are retried the same way.
         """
         ...
 
@@ -152,7 +158,10 @@ class Store(Protocol):
     def retire_partition(self, domain: str, key: str) -> PartitionRecord: ...
 
     def record_run_finished(self, end: RunEnd, progress: Sequence[ProgressBatch] = ()) -> None:
-        """Record the outcome; ``progress`` (the run's last attempts) commits in the same transaction."""
+        """Record the outcome; ``progress`` (the run's last attempts) commits in the same transaction.
+
+        Transient failures are retried; StoreError when the outcome could not be written.
+        """
         ...
 
     def list_runs(self, *, limit: int = 20, status: str | None = None) -> list[StoredRun]: ...

@@ -39,6 +39,7 @@ from partita.results.model import FailureInfo
 from partita.results.record import AttemptRecord, InvocationRecord, RunHeader, TaskRecord
 from partita.store.liveness import owner_is_alive
 from partita.store.protocol import PartitionRecord, ProgressBatch, RunEnd, RunStart, StoredRun
+from partita.store.retries import is_transient, retry_transient
 from partita.store.schema import (
     KNOWN_REVISIONS,
     SCHEMA_HEAD,
@@ -367,28 +368,44 @@ class SqlStore:
         return statement if self._dialect == "sqlite" else statement.replace("?", "%s")
 
     def record_run_started(self, run: RunStart) -> None:
+        """Insert the run's row; a transient failure is retried, and a retry never inserts it twice.
+
+        Raises StoreError when the row cannot be written (the run must not start).
+        """
         plan = run.plan
         started = run.started_at.timestamp()
-        with self._failures("record the run's start"), self._write() as connection:
-            connection.exec_driver_sql(
-                self._run_start_sql,
-                (
-                    run.run_id,
-                    "running",
-                    started,
-                    json.dumps(plan["targets"]),
-                    plan["selection"]["kind"],
-                    plan["selection"]["domain"],
-                    plan["selection"]["key_count"],
-                    plan["attempt_count"],
-                    json.dumps(plan),
-                    run.record_partition_keys,
-                    run.owner_host,
-                    run.owner_pid,
-                    run.owner_token,
-                    started,
-                ),
-            )
+        values = (
+            run.run_id,
+            "running",
+            started,
+            json.dumps(plan["targets"]),
+            plan["selection"]["kind"],
+            plan["selection"]["domain"],
+            plan["selection"]["key_count"],
+            plan["attempt_count"],
+            json.dumps(plan),
+            run.record_partition_keys,
+            run.owner_host,
+            run.owner_pid,
+            run.owner_token,
+            started,
+        )
+
+        def insert(number: int) -> None:
+            with self._write() as connection:
+                if number and self._run_row_is(connection, run.run_id, run.owner_token, started):
+                    return  # an earlier try committed; only its acknowledgement was lost
+                connection.exec_driver_sql(self._run_start_sql, values)
+
+        with self._failures("record the run's start"):
+            retry_transient(insert)
+
+    def _run_row_is(self, connection: Connection, run_id: str, owner_token: str, started: float) -> bool:
+        """Whether this run's row exists as this owner wrote it (not another run with the same id)."""
+        row = connection.exec_driver_sql(
+            self.driver_sql(f"SELECT owner_token, started_at FROM {runs.name} WHERE run_id = ?"), (run_id,)
+        ).first()
+        return row is not None and row[0] == owner_token and row[1] == started
 
     def record_progress(
         self,
@@ -397,14 +414,27 @@ class SqlStore:
         *,
         new: bool = False,
         outlets: Sequence[EventDraft] = (),
+        replay: bool = False,
     ) -> None:
         if not records:
             return
-        batch = ProgressBatch(records, new, outlets)
-        with self._failures("record attempts"), self._write() as connection:
-            self._write_progress(connection, run_id, batch)
+        batch = ProgressBatch(records, new, outlets, replay)
 
-    def _write_progress(self, connection: Connection, run_id: str, batch: ProgressBatch) -> None:
+        def write(number: int) -> None:
+            with self._write() as connection:
+                self._write_progress(connection, run_id, batch, replay=bool(number))
+
+        with self._failures("record attempts"):
+            retry_transient(write)
+
+    def _write_progress(self, connection: Connection, run_id: str, batch: ProgressBatch, *, replay: bool) -> None:
+        """Attempt, invocation and outlet rows of one batch.
+
+        A replay (a retry, or a batch whose earlier write had an unknown
+        outcome) writes idempotently: attempts and invocations are upserted
+        and outlet events already stored for their attempt are left out.
+        """
+        replay = replay or batch.replay
         latest: dict[tuple[str, int], AttemptRecord] = {}
         for record in batch.attempts:
             latest[(record.asset, record.index)] = record
@@ -452,7 +482,7 @@ class SqlStore:
                     )
                     for invocation in record.invocations
                 )
-        if batch.new:
+        if batch.new and not replay:
             self._insert(connection, attempts, attempt_rows)
             if invocation_rows:
                 self._insert(connection, invocations, invocation_rows)
@@ -460,9 +490,26 @@ class SqlStore:
             self._upsert(connection, self._upsert_attempts, attempt_rows)
             if invocation_rows:
                 self._upsert(connection, self._upsert_invocations, invocation_rows)
-        if batch.outlets:
+        outlets = batch.outlets
+        if outlets and replay:
+            outlets = self._unstored_outlets(connection, run_id, outlets)
+        if outlets:
             # Outlet events commit in the same transaction as the successes they announce.
-            self._insert(connection, events, [_event_row(draft) for draft in batch.outlets], skip=1)
+            self._insert(connection, events, [_event_row(draft) for draft in outlets], skip=1)
+
+    def _unstored_outlets(self, connection: Connection, run_id: str, outlets: Sequence[EventDraft]) -> list[EventDraft]:
+        """The outlet events not yet stored: a run announces each (asset, key) success once."""
+        stored: set[tuple[str, str | None]] = set()
+        names = sorted({draft.asset for draft in outlets})
+        query = (
+            f"SELECT asset, partition_key FROM {events.name} WHERE source_run_id = ? AND source_kind = ? "
+            f"AND asset IN ({', '.join('?' * len(names))})"
+        )
+        for asset, key in connection.exec_driver_sql(
+            self.driver_sql(query), (run_id, SourceKind.OUTLET.value, *names)
+        ):
+            stored.add((asset, key))
+        return [draft for draft in outlets if (draft.asset, draft.partition_key) not in stored]
 
     def _insert(self, connection: Connection, table: Any, rows: list[tuple[Any, ...]], skip: int = 0) -> None:
         """Rows that were never written: the backend's fastest bulk insert.
@@ -489,22 +536,33 @@ class SqlStore:
             connection.exec_driver_sql(statement, rows)
 
     def record_heartbeat(self, run_id: str, at: float) -> None:
-        with self._failures("record a heartbeat"), self._write() as connection:
-            connection.exec_driver_sql(
-                self.driver_sql(f"UPDATE {runs.name} SET heartbeat_at = ? WHERE run_id = ?"), (at, run_id)
-            )
+        def write(_: int) -> None:
+            with self._write() as connection:
+                connection.exec_driver_sql(
+                    self.driver_sql(f"UPDATE {runs.name} SET heartbeat_at = ? WHERE run_id = ?"), (at, run_id)
+                )
+
+        with self._failures("record a heartbeat"):
+            retry_transient(write)
 
     def record_run_finished(self, end: RunEnd, progress: Sequence[ProgressBatch] = ()) -> None:
+        """The last attempts and the outcome: one transaction, one fsync; retried when transient."""
         finished = end.finished_at.timestamp()
-        with self._failures("record the run's end"), self._write() as connection:
-            for batch in progress:  # the last attempts and the outcome: one transaction, one fsync
-                self._write_progress(connection, end.run_id, batch)
-            connection.exec_driver_sql(
-                self.driver_sql(
-                    f"UPDATE {runs.name} SET status = ?, finished_at = ?, heartbeat_at = ?, summary = ? WHERE run_id = ?"
-                ),
-                (end.status, finished, finished, json.dumps(end.summary), end.run_id),
-            )
+
+        def write(number: int) -> None:
+            with self._write() as connection:
+                for batch in progress:
+                    self._write_progress(connection, end.run_id, batch, replay=bool(number))
+                connection.exec_driver_sql(
+                    self.driver_sql(
+                        f"UPDATE {runs.name} SET status = ?, finished_at = ?, heartbeat_at = ?, summary = ? "
+                        "WHERE run_id = ?"
+                    ),
+                    (end.status, finished, finished, json.dumps(end.summary), end.run_id),
+                )
+
+        with self._failures("record the run's end"):
+            retry_transient(write)
 
     # -- events --------------------------------------------------------------------
 
@@ -515,26 +573,30 @@ class SqlStore:
         into the first event's receipt instead of a second event.
         """
         row = _event_row(draft)
-        for attempt in range(3):
+
+        def insert(_: int) -> tuple[Any, Any]:
             try:
-                inserted, existing = self._insert_event(row, draft.dedupe_key)
-            except self._driver_errors as exc:
-                self._drop_emission_connection()
-                if attempt == 2 or self._dialect == "sqlite" or not self._transient(exc):
-                    raise StoreError(
-                        f"store {self._url}: cannot record the event: {self._describe_failure(exc)}"
-                    ) from exc
-                continue  # a lost connection: the dedupe identity makes the retry safe
-            if inserted is not None:
-                return EmissionReceipt(int(inserted), draft.timestamp)  # type: ignore[arg-type]
-            existing_id, existing_timestamp, existing_hash = existing
-            if existing_hash != draft.payload_hash:
-                raise EmissionError(
-                    "emit: dedupe_key was already used for a different event (asset, key, date or extra differ); "
-                    "a dedupe key identifies exactly one event"
-                )
-            return EmissionReceipt(int(existing_id), _utc(existing_timestamp), duplicate=True)  # type: ignore[arg-type]
-        raise AssertionError("unreachable")
+                return self._insert_event(row, draft.dedupe_key)
+            except self._driver_errors:
+                self._drop_emission_connection()  # the next try reconnects
+                raise
+
+        # SQLite already waited out its busy timeout; a lost PostgreSQL
+        # connection is retried, and the dedupe identity makes that safe.
+        transient = (lambda exc: False) if self._dialect == "sqlite" else is_transient
+        try:
+            inserted, existing = retry_transient(insert, transient=transient)
+        except self._driver_errors as exc:
+            raise StoreError(f"store {self._url}: cannot record the event: {self._describe_failure(exc)}") from exc
+        if inserted is not None:
+            return EmissionReceipt(int(inserted), draft.timestamp)  # type: ignore[arg-type]
+        existing_id, existing_timestamp, existing_hash = existing
+        if existing_hash != draft.payload_hash:
+            raise EmissionError(
+                "emit: dedupe_key was already used for a different event (asset, key, date or extra differ); "
+                "a dedupe key identifies exactly one event"
+            )
+        return EmissionReceipt(int(existing_id), _utc(existing_timestamp), duplicate=True)  # type: ignore[arg-type]
 
     def _emission_connection(self) -> Any:
         """A DBAPI connection of this thread's own, outside the pool.
@@ -603,11 +665,6 @@ class SqlStore:
                 raise
         return (None if found is None else found[0]), existing
 
-    def _transient(self, exc: BaseException) -> bool:
-        import psycopg
-
-        return isinstance(exc, psycopg.OperationalError)
-
     def list_events(
         self,
         *,
@@ -632,8 +689,13 @@ class SqlStore:
             query = query.where(events.c.source_kind.in_([kind.value for kind in kinds]))
         if limit is not None:
             query = query.limit(limit)
-        with self._failures("list events"), self._engine.connect() as connection:
-            return [_event_of(row) for row in connection.execute(query)]
+
+        def read(_: int) -> list[AssetEvent]:
+            with self._engine.connect() as connection:
+                return [_event_of(row) for row in connection.execute(query)]
+
+        with self._failures("list events"):
+            return retry_transient(read)
 
     def list_events_by_ids(self, ids: Sequence[int]) -> list[AssetEvent]:
         """These events, in id order (unknown ids are skipped)."""
