@@ -257,6 +257,73 @@ def test_a_sync_body_that_blocks_forever_does_not_keep_the_run_from_ending():
     assert result.tasks["downstream"].attempts[0].status is p.AttemptStatus.CANCELLED
 
 
+def test_a_started_sync_body_cut_short_by_cancellation_reports_its_invocation():
+    registry = p.AssetRegistry()
+    started = threading.Event()
+    release = threading.Event()
+
+    @p.asset(registry=registry)
+    def stuck():
+        started.set()
+        release.wait(60)
+
+    @p.asset(registry=registry)
+    def downstream(stuck):
+        return stuck
+
+    recorder = Recorder()
+
+    async def main():
+        flow = p.Flow(["downstream"], registry=registry, cancel_grace_seconds=0.05)
+        task = asyncio.create_task(flow.run_async(observers=[recorder]))
+        await _cancel_when(task, asyncio.to_thread(started.wait, WAIT))
+
+    try:
+        asyncio.run(main())
+    finally:
+        release.set()
+
+    result = recorder.result
+    (attempt,) = result.tasks["stuck"].attempts
+    assert attempt.status is p.AttemptStatus.CANCELLED
+    assert attempt.failure is None  # cancelled, not failed
+    (invocation,) = attempt.invocations
+    assert invocation.number == 1
+    assert invocation.succeeded is False
+    assert invocation.failure is not None and invocation.failure.type == "asyncio.exceptions.CancelledError"
+    assert invocation.started_at == recorder.started()[0].started_at
+    assert invocation.finished_at >= invocation.started_at
+    assert result.tasks["stuck"].never_started is False
+    assert result.tasks["downstream"].attempts[0].invocations == ()
+    assert result.tasks["downstream"].never_started is True
+
+
+def test_a_cancelled_async_body_reports_the_invocation_it_was_cut_short_in():
+    registry = p.AssetRegistry()
+
+    @p.asset(partition_def=DAYS, registry=registry)
+    async def waits(context):
+        running.set()
+        await asyncio.sleep(3600)
+
+    recorder = Recorder()
+    running = None
+
+    async def main():
+        nonlocal running
+        running = asyncio.Event()
+        flow = p.Flow(["waits"], registry=registry, max_concurrency=1)
+        task = asyncio.create_task(flow.run_async({"partition_keys": _days(3)}, observers=[recorder]))
+        await _cancel_when(task, running.wait())
+
+    asyncio.run(main())
+
+    attempts = recorder.result.tasks["waits"].attempts
+    assert [len(attempt.invocations) for attempt in attempts] == [1, 0, 0]
+    assert attempts[0].invocations[0].succeeded is False
+    assert recorder.result.tasks["waits"].never_started is False
+
+
 def test_a_zero_grace_period_ends_the_run_without_waiting_for_sync_bodies():
     registry = p.AssetRegistry()
     started = threading.Event()

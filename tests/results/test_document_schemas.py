@@ -460,6 +460,9 @@ def test_a_cancelled_runs_record_matches_every_version_schema():
         record = result.to_record(version=version)
         assert record["status"] == "cancelled"
         assert {attempt["status"] for attempt in _attempts(record)} == {"cancelled"}
+        tasks = {task["asset"]: task for task in record["tasks"]}
+        assert tasks["summary"]["status"] == "not_started"  # never reached, not skipped
+        assert {attempt["invocations"] for attempt in tasks["upload"]["attempts"]} == {1}  # cut short
         assert_valid(record, f"run-record.v{version}.json")
         assert_valid(result.to_record(version=version, record_partition_keys=True), f"run-record.v{version}.json")
 
@@ -697,7 +700,12 @@ def work(context) -> str:
     return "done"
 
 
-flow = Flow(["work"])
+@asset
+def report(work) -> int:  # waits for every key of work: it never starts before the kill
+    return len(work)
+
+
+flow = Flow(["report"])
 """
 
 
@@ -764,6 +772,7 @@ def test_a_killed_runs_documents_match_their_schemas(cli_store: str, tmp_path: P
     assert record["status"] == "interrupted"
     assert record["finished_at"] is None
     assert sorted(attempt["status"] for attempt in _attempts(record)) == ["interrupted", "success"]
+    assert [task["status"] for task in record["tasks"]] == ["interrupted", "not_started"]
     assert_valid(shown, "run.v1.json")
     for version in RECORD_VERSIONS[:3]:
         store = open_store(cli_store)

@@ -22,6 +22,7 @@ from partita.cli.automation import flows, pending_document, render_pending, serv
 from partita.cli.common import (
     EXIT_ASSET_FAILED,
     EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
     emit_document,
     emit_json,
     handles_errors,
@@ -36,6 +37,7 @@ from partita.cli.events import events
 from partita.cli.progress import ProgressDisplay, ResultCapture
 from partita.cli.render import render_assets, render_known_partitions, render_partitions, render_plan, render_result
 from partita.cli.runs import runs
+from partita.cli.signals import sigterm_as_interrupt
 from partita.errors import ConfigurationError, UnknownPartitionError
 from partita.flow import Flow
 from partita.planning.plan import FlowPlan, describe_asset
@@ -312,15 +314,18 @@ def _execute(
     err: Console,
     as_json: bool,
 ) -> RunResult:
-    try:
-        with display if display is not None else contextlib.nullcontext():
-            return flow.run(flow_plan, observers=observers)
-    except KeyboardInterrupt:
-        result = capture.result
-        err.print("[magenta]Interrupted:[/] no new work was admitted; unfinished attempts are cancelled.")
-        if result is not None:
-            _report(result, flow_plan, as_json)
-        sys.exit(EXIT_INTERRUPTED)
+    with sigterm_as_interrupt() as termination:
+        try:
+            with display if display is not None else contextlib.nullcontext():
+                return flow.run(flow_plan, observers=observers)
+        except KeyboardInterrupt:
+            pass
+    result = capture.result
+    cause = "Terminated" if termination.received else "Interrupted"
+    err.print(f"[magenta]{cause}:[/] no new work was admitted; unfinished attempts are cancelled.")
+    if result is not None:
+        _report(result, flow_plan, as_json)
+    sys.exit(EXIT_TERMINATED if termination.received else EXIT_INTERRUPTED)
 
 
 def _attempts_phrase(flow_plan: FlowPlan) -> str:

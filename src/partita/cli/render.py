@@ -111,10 +111,14 @@ def render_result(console: Console, result: RunResult) -> None:
     for task in result.tasks.values():
         counts = task.counts()
         status = task.status
-        label = status.value if task.reason is None else f"{status.value} ({task.reason.value})"
+        if task.never_started:
+            cell = "[dim]not started[/]"  # not skipped: the run stopped before it was reached
+        else:
+            label = status.value if task.reason is None else f"{status.value} ({task.reason.value})"
+            cell = f"[{_STATUS_STYLE[status]}]{label}[/]"
         table.add_row(
             task.asset_name,
-            f"[{_STATUS_STYLE[status]}]{label}[/]",
+            cell,
             *(str(counts[s]) for s in AttemptStatus),
         )
     console.print(table)

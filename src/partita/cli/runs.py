@@ -26,7 +26,14 @@ from partita.store.triggers import TriggerLaunch, TriggerStore
 #: partita.run version 1 embeds a version 4 record; a newer record means a new document version.
 RUN_DOCUMENT_RECORD_VERSION = 4
 _STATUSES = ("running", "interrupted", "success", "failed", "cancelled")
-_STYLE = {"success": "green", "failed": "red", "cancelled": "magenta", "interrupted": "magenta", "running": "cyan"}
+_STYLE = {
+    "success": "green",
+    "failed": "red",
+    "cancelled": "magenta",
+    "interrupted": "magenta",
+    "running": "cyan",
+    "not_started": "dim",
+}
 
 
 def _summary(run: StoredRun) -> dict[str, Any]:
@@ -49,7 +56,14 @@ def _no_store(run_id: str, store_url: str | None) -> UnknownRunError:
 
 
 def _styled(status: str) -> str:
-    return f"[{_STYLE.get(status, 'white')}]{status}[/]"
+    return f"[{_STYLE.get(status, 'white')}]{status.replace('_', ' ')}[/]"
+
+
+def _not_started(planned: int | None, recorded: int, status: str) -> str:
+    """Planned attempts of an unfinished run with no row yet: they never began (the fan-out may be unknown)."""
+    if status not in ("running", "interrupted"):
+        return "0"
+    return "?" if planned is None else str(max(0, planned - recorded))
 
 
 def _seconds(value: float | None) -> str:
@@ -144,8 +158,10 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
             highlight=False,
         )
     table = Table(title="tasks", title_justify="left")
-    for column in ("asset", "status", "success", "failed", "skipped", "cancelled", "unfinished", "materialized"):
+    columns = ("asset", "status", "success", "failed", "skipped", "cancelled", "unfinished", "not started")
+    for column in (*columns, "materialized"):
         table.add_column(column)
+    planned = {task["name"]: task["attempt_count"] for task in run.plan["tasks"]}
     for task in record["tasks"]:
         counts = task["counts"]
         unfinished = counts.get("running", 0) + counts.get("interrupted", 0)
@@ -155,6 +171,7 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
             _styled(task["status"]),
             *(str(counts.get(name, 0)) for name in ("success", "failed", "skipped", "cancelled")),
             str(unfinished),
+            _not_started(planned.get(task["asset"]), len(task["attempts"]), run.status),
             str(materialized),
         )
     console.print(table)

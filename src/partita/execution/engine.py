@@ -82,6 +82,8 @@ DEFAULT_MAX_CONCURRENCY = min(32, (os.cpu_count() or 1) + 4)
 DEFAULT_CANCEL_GRACE_SECONDS = 10.0
 
 _INFINITY = float("inf")
+#: The last invocation of a started attempt that the run's cancellation cut short.
+_CUT_SHORT = FailureInfo.from_exception(asyncio.CancelledError("the run was cancelled while this invocation ran"))
 Token = tuple[TaskState, int]
 
 
@@ -137,6 +139,8 @@ class _Run:
         self.cancelling = False
         self.finished = False
         self.retry_history: dict[Token, list[Invocation]] = {}
+        #: Invocations under way: (number, start time); a cancelled run reports them.
+        self.in_flight: dict[Token, tuple[int, float]] = {}
         self.retry_timers: dict[Token, asyncio.Task[None]] = {}
         self.timers: set[asyncio.Task[None]] = set()
         self.async_bodies: set[asyncio.Task[None]] = set()
@@ -262,12 +266,24 @@ class _Run:
                         key_index,
                         AttemptStatus.CANCELLED,
                         reason=SkipReason.CANCELLED,
-                        invocations=tuple(self.retry_history.get((task, key_index), ())),
+                        invocations=self._cancelled_invocations((task, key_index)),
                     )
                     task.results[key_index] = cancelled
                     self.observers.emit(AttemptFinished(self.run_id, cancelled))
         self.finished = True
         return self._result(started_at)
+
+    def _cancelled_invocations(self, token: Token) -> tuple[Invocation, ...]:
+        """Earlier invocations, plus the one the cancellation cut short if the body had started.
+
+        An attempt with no invocations never started.
+        """
+        earlier = tuple(self.retry_history.get(token, ()))
+        running = self.in_flight.get(token)
+        if running is None:
+            return earlier
+        number, started = running
+        return (*earlier, Invocation(number, started, max(started, _now()), False, _CUT_SHORT))
 
     # -- readiness and admission ---------------------------------------------
 
@@ -397,6 +413,8 @@ class _Run:
         invocation = 1
         if self.retry_history:
             invocation += len(self.retry_history.get((task, key_index), ()))
+        started = _now()
+        self.in_flight[(task, key_index)] = (invocation, started)
         kwargs = self._inputs_for(task, key_index)
         emitter: Any
         if self.executor.runs_async_bodies:
@@ -415,7 +433,7 @@ class _Run:
         if self.observers:
             self.observers.emit(
                 AttemptStarted(
-                    self.run_id, task.name, key_index, task.keys[key_index], task.partitioned, invocation, _now()
+                    self.run_id, task.name, key_index, task.keys[key_index], task.partitioned, invocation, started
                 )
             )
         if definition.is_async and not self.executor.runs_async_bodies:
@@ -505,6 +523,7 @@ class _Run:
         try:
             for token, succeeded, value, started, finished in batch:
                 task, key_index = token
+                self.in_flight.pop(token, None)
                 self.running -= 1
                 if not from_loop:
                     self.in_executor -= 1

@@ -191,6 +191,18 @@ class TaskResult:
             return self.skip_reason
         return None
 
+    @property
+    def never_started(self) -> bool:
+        """True when the run was cancelled before any of this task's attempts began.
+
+        Its attempts are then all cancelled without an invocation (a
+        runtime-domain task whose discovery never finished has none). A
+        started attempt that the cancellation cut short lists that invocation.
+        """
+        if not self.attempts:
+            return self.skip_reason is SkipReason.CANCELLED
+        return all(attempt.status is AttemptStatus.CANCELLED and not attempt.invocations for attempt in self.attempts)
+
     def __repr__(self) -> str:
         return (
             f"TaskResult(asset_name={self.asset_name!r}, status={self.status.value}, attempts={len(self.attempts)})"

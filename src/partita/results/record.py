@@ -12,6 +12,11 @@ Versions add sections and never change earlier fields:
 - 4: materialization provenance (resolution and materialization id), and
   the number of keys each discovering producer declared.
 
+Every version reports a task none of whose attempts began before the run
+was cancelled or interrupted as ``not_started`` (its attempts, if any, are
+``cancelled`` with no invocations); a started attempt that the cancellation
+cut short lists that invocation.
+
 Records keep whether an attempt had a partition key, never the raw key,
 unless the caller opts in (``record_partition_keys=True``; then the canonical
 key text is included). Failure messages and tracebacks are application text
@@ -37,15 +42,20 @@ __all__ = [
     "RunHeader",
     "SUPPORTED_RECORD_VERSIONS",
     "TaskRecord",
+    "NOT_STARTED",
     "attempt_record_of",
     "render_record",
     "run_record",
+    "task_status",
 ]
 
 RECORD_SCHEMA = "partita.run-record"
 SUPPORTED_RECORD_VERSIONS = (1, 2, 3, 4)
 LATEST_RECORD_VERSION = 4
 _STATUS_ORDER = ("failed", "interrupted", "running", "cancelled", "skipped", "success")
+#: Task status of a task none of whose attempts began before the run stopped.
+NOT_STARTED = "not_started"
+_UNFINISHED_RUN_STATUSES = ("running", "interrupted", "cancelled")
 
 
 class InvocationRecord(NamedTuple):
@@ -183,9 +193,20 @@ def _counts(attempts: Sequence[AttemptRecord]) -> dict[str, int]:
     return counts
 
 
-def _task_status(task: TaskRecord) -> str:
+def task_status(task: TaskRecord, run_status: str) -> str:
+    """The most severe attempt status, or ``not_started`` / ``skipped`` for a task that never ran.
+
+    ``not_started``: the run was cancelled, interrupted or is still running
+    and none of the task's attempts began (it has none yet, or only
+    cancelled ones without an invocation). ``skipped``: a finished run
+    selected no keys for it.
+    """
     if not task.attempts:
+        if run_status in _UNFINISHED_RUN_STATUSES and task.skip_reason in (None, "cancelled"):
+            return NOT_STARTED
         return "skipped"
+    if all(attempt.status == "cancelled" and not attempt.invocations for attempt in task.attempts):
+        return NOT_STARTED
     present = {attempt.status for attempt in task.attempts}
     return next((status for status in _STATUS_ORDER if status in present), "success")
 
@@ -228,7 +249,7 @@ def _task_document(task: TaskRecord, header: RunHeader, version: int, with_keys:
     document: dict[str, Any] = {
         "asset": task.asset,
         "partitioned": task.partitioned,
-        "status": _task_status(task),
+        "status": task_status(task, header.status),
         "reason": task.skip_reason if not task.attempts else None,
         "counts": _counts(task.attempts),
         "attempts": [_attempt_document(attempt, version, with_keys) for attempt in task.attempts],

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from partita.results.record import TaskRecord
+from partita.results.record import TaskRecord, task_status
 from partita.store.protocol import Store, StoredRun
 
 __all__ = ["compare_runs"]
 
 
-def _task_summary(task: TaskRecord) -> dict[str, Any]:
+def _task_summary(task: TaskRecord, run_status: str) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for attempt in task.attempts:
         counts[attempt.status] = counts.get(attempt.status, 0) + 1
-    order = ("failed", "interrupted", "running", "cancelled", "skipped", "success")
-    status = next((name for name in order if counts.get(name)), "skipped")
     return {
-        "status": status,
+        "status": task_status(task, run_status),
         "attempts": len(task.attempts),
         "counts": counts,
         "duration_seconds": sum(attempt.duration for attempt in task.attempts),
@@ -59,8 +57,8 @@ def _run_summary(run: StoredRun) -> dict[str, Any]:
 def compare_runs(store: Store, first: str, second: str) -> dict[str, Any]:
     """Per-asset status, attempts and duration in runs A and B, and what changed."""
     run_a, run_b = store.get_run(first), store.get_run(second)
-    tasks_a = {task.asset: _task_summary(task) for task in store.get_tasks(run_a.run_id)}
-    tasks_b = {task.asset: _task_summary(task) for task in store.get_tasks(run_b.run_id)}
+    tasks_a = {task.asset: _task_summary(task, run_a.status) for task in store.get_tasks(run_a.run_id)}
+    tasks_b = {task.asset: _task_summary(task, run_b.status) for task in store.get_tasks(run_b.run_id)}
     assets = list(tasks_a) + [name for name in tasks_b if name not in tasks_a]
     rows = []
     for asset in assets:

@@ -932,12 +932,19 @@ class SqlStore:
             )
         plan = json.loads(row.plan)
         empty = plan["selection"]["kind"] == "empty"
+
+        def skip_reason(task: dict[str, Any]) -> str | None:
+            if empty and task["partitioned"]:
+                return "no_partition_keys"
+            # A cancelled run wrote every attempt it had: a task with none never got its keys.
+            return "cancelled" if run_status == "cancelled" and task["name"] not in by_asset else None
+
         return [
             TaskRecord(
                 asset=task["name"],
                 partitioned=task["partitioned"],
                 attempts=tuple(by_asset.get(task["name"], ())),
-                skip_reason="no_partition_keys" if empty and task["partitioned"] else None,
+                skip_reason=skip_reason(task),
             )
             for task in plan["tasks"]
         ]
