@@ -58,12 +58,22 @@ def _marks(out_dir: Path) -> list[str]:
     return sorted(path.name for path in out_dir.iterdir()) if out_dir.exists() else []
 
 
-def _signal_mid_run(entry: str, out_dir: Path, cwd: Path, signum: int, *extra: str) -> tuple[int, str, str]:
+def _signal_mid_run(
+    entry: str, out_dir: Path, cwd: Path, signum: int, *extra: str, ignore_sigint: bool = False
+) -> tuple[int, str, str]:
     """Start a run, wait until STARTED bodies run, send ``signum``; (exit code, stdout, stderr)."""
     keys = [arg for key in KEYS for arg in ("--partition-key", key)]
     command = [str(SCRIPT), "run", entry, *keys, "--max-concurrency", str(STARTED), "--yes", *extra]
     proc = subprocess.Popen(
-        command, cwd=cwd, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=cwd,
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A background job of a non-interactive shell starts with SIGINT ignored.
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None,
     )
     try:
         deadline = time.monotonic() + DEADLINE
@@ -174,6 +184,15 @@ def test_sigterm_after_the_grace_period_still_ends_a_run_whose_bodies_never_retu
 
     assert code == 143, err
     assert "status: cancelled" in out
+
+
+def test_sigterm_cancels_the_run_even_when_sigint_is_ignored(tmp_path, write_entry, out_dir):
+    entry = write_entry(BLOCKING_PIPELINE.format(keys=KEYS, grace=0.2))
+
+    code, out, err = _signal_mid_run(entry, out_dir, tmp_path, signal.SIGTERM, "--json", "--no-store", ignore_sigint=True)
+
+    assert code == 143, err
+    _assert_cancelled_record(json.loads(out)["result"], _started_keys(out_dir))
 
 
 def test_a_killed_run_shows_its_never_started_tasks_as_not_started(tmp_path, write_entry, out_dir):

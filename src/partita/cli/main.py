@@ -8,6 +8,7 @@ infrastructure failure.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 from collections.abc import Callable
@@ -37,7 +38,7 @@ from partita.cli.events import events
 from partita.cli.progress import ProgressDisplay, ResultCapture
 from partita.cli.render import render_assets, render_known_partitions, render_partitions, render_plan, render_result
 from partita.cli.runs import runs
-from partita.cli.signals import sigterm_as_interrupt
+from partita.cli.signals import Termination, cancel_on_sigterm
 from partita.errors import ConfigurationError, UnknownPartitionError
 from partita.flow import Flow
 from partita.planning.plan import FlowPlan, describe_asset
@@ -314,12 +315,14 @@ def _execute(
     err: Console,
     as_json: bool,
 ) -> RunResult:
-    with sigterm_as_interrupt() as termination:
-        try:
-            with display if display is not None else contextlib.nullcontext():
-                return flow.run(flow_plan, observers=observers)
-        except KeyboardInterrupt:
-            pass
+    termination = Termination()
+    try:
+        with display if display is not None else contextlib.nullcontext():
+            # SIGINT: asyncio.run cancels the run, then raises KeyboardInterrupt.
+            # SIGTERM: cancel_on_sigterm cancels it, and CancelledError comes out.
+            return asyncio.run(cancel_on_sigterm(flow.run_async(flow_plan, observers=observers), termination))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass
     result = capture.result
     cause = "Terminated" if termination.received else "Interrupted"
     err.print(f"[magenta]{cause}:[/] no new work was admitted; unfinished attempts are cancelled.")

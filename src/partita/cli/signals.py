@@ -1,25 +1,27 @@
-"""SIGTERM during `partita run` takes the Ctrl-C path (SPEC §5, §13).
+"""SIGTERM during `partita run` cancels the run like Ctrl-C (SPEC §5, §13).
 
 A service manager or ``kill`` stops a run with SIGTERM, whose default
 action ends the process at once: no result, and a run the store can only
-call interrupted. While a run executes, the CLI routes SIGTERM to whatever
-handles SIGINT — `asyncio.run` cancels the run then, so it stops admitting
-work, records ``cancelled`` and reports its result — and remembers that it
-was a termination, which exits 143 instead of 130.
+call interrupted. While the run executes, the CLI handles SIGTERM on the
+event loop by cancelling the task that awaits the run — what `asyncio.run`
+does for SIGINT — so the run stops admitting work, records ``cancelled``
+and reports its result. A second SIGTERM cuts the grace period for running
+sync bodies short.
 
-Only the CLI installs this, and only around the run: library code never
-changes a process's signal handlers.
+Only the CLI installs this, and only for the duration of the run: library
+code never changes a process's signal handlers.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import signal
-import threading
-from collections.abc import Iterator
-from types import FrameType
+from collections.abc import Awaitable
+from typing import TypeVar
 
-__all__ = ["Termination", "sigterm_as_interrupt"]
+__all__ = ["Termination", "cancel_on_sigterm"]
+
+T = TypeVar("T")
 
 
 class Termination:
@@ -28,24 +30,22 @@ class Termination:
     def __init__(self) -> None:
         self.received = False
 
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self.received = True
-        handler = signal.getsignal(signal.SIGINT)
-        if callable(handler):
-            handler(signal.SIGINT, frame)  # asyncio's handler cancels the run; the default raises KeyboardInterrupt
-        else:
-            raise KeyboardInterrupt
 
+async def cancel_on_sigterm(work: Awaitable[T], termination: Termination) -> T:
+    """Await ``work``; SIGTERM meanwhile cancels it (`asyncio.CancelledError` reaches the caller)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
 
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[Termination]:
-    """Within the block, SIGTERM interrupts like SIGINT; the previous handler returns afterwards."""
-    termination = Termination()
-    if threading.current_thread() is not threading.main_thread():
-        yield termination  # signal handlers belong to the main thread
-        return
-    previous = signal.signal(signal.SIGTERM, termination._handle)
+    def terminate() -> None:
+        termination.received = True
+        task.cancel()
+
     try:
-        yield termination
+        loop.add_signal_handler(signal.SIGTERM, terminate)
+    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no POSIX signals
+        return await work
+    try:
+        return await work
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        loop.remove_signal_handler(signal.SIGTERM)
