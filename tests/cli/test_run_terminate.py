@@ -189,7 +189,9 @@ def test_sigterm_after_the_grace_period_still_ends_a_run_whose_bodies_never_retu
 def test_sigterm_cancels_the_run_even_when_sigint_is_ignored(tmp_path, write_entry, out_dir):
     entry = write_entry(BLOCKING_PIPELINE.format(keys=KEYS, grace=0.2))
 
-    code, out, err = _signal_mid_run(entry, out_dir, tmp_path, signal.SIGTERM, "--json", "--no-store", ignore_sigint=True)
+    code, out, err = _signal_mid_run(
+        entry, out_dir, tmp_path, signal.SIGTERM, "--json", "--no-store", ignore_sigint=True
+    )
 
     assert code == 143, err
     _assert_cancelled_record(json.loads(out)["result"], _started_keys(out_dir))
@@ -215,7 +217,12 @@ def test_a_killed_run_shows_its_never_started_tasks_as_not_started(tmp_path, wri
     keys = [arg for key in KEYS for arg in ("--partition-key", key)]
     proc = subprocess.Popen(
         [str(SCRIPT), "run", entry, *keys, "--max-concurrency", str(STARTED), "--yes", "--store", store],
-        cwd=tmp_path, env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + DEADLINE

@@ -139,7 +139,8 @@ def pg_store(postgres_url: str) -> Iterator[SqlStore]:
 
 
 def _reads_run_events(statement: str) -> bool:
-    return statement.lstrip().upper().startswith("SELECT") and "partita_events" in statement and "source_kind" in statement
+    text = statement.lstrip().upper()
+    return text.startswith("SELECT") and "PARTITA_EVENTS" in text and "SOURCE_KIND" in text
 
 
 def test_a_dropped_postgresql_connection_while_reading_the_run_events_back_is_retried(pg_store):
@@ -299,7 +300,7 @@ def test_a_retried_progress_batch_after_a_lost_acknowledgement_writes_no_row_twi
     assert fault.raised == 1
     monkeypatch.undo()
     (load,) = [task for task in store.get_tasks(run_id) if task.asset == "load"]
-    assert [(attempt.index, attempt.status) for attempt in load.attempts] == [(0, "success"), (1, "success"), (2, "success")]
+    assert [(attempt.index, attempt.status) for attempt in load.attempts] == [(i, "success") for i in range(len(KEYS))]
     assert _outlet_count(store, run_id) == len(KEYS)
 
 
