@@ -9,10 +9,15 @@ be private (tenants, customers).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import re
+from collections.abc import Callable, Hashable
 from typing import Any, ClassVar
 
-__all__ = ["PartitionDef"]
+__all__ = ["PartitionDef", "apply_key_rule", "check_key_text", "storable_text_problem"]
+
+# Lone surrogates come from undecodable command-line bytes (surrogateescape):
+# they cannot be encoded as UTF-8, so no store can keep them.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: The methods that decide what a key becomes; a subclass overriding one keys differently.
 _KEY_METHODS = ("normalize_key", "parse_key", "format_key", "key_identity", "range")
@@ -104,3 +109,58 @@ class PartitionDef:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(domain={self.domain!r})"
+
+
+def storable_text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored as text on every backend, or None when it can.
+
+    PostgreSQL text cannot hold NUL, and a lone surrogate is not UTF-8; both
+    are rejected on every backend so that SQLite and PostgreSQL accept the
+    same input. The reason never repeats the text.
+    """
+    if "\x00" in text:
+        return "contains a NUL character"
+    if _LONE_SURROGATE.search(text):
+        return "is not valid Unicode text (it contains a lone surrogate, as undecodable command-line bytes produce)"
+    return None
+
+
+def check_key_text(text: str) -> str:
+    """``text`` (a key's canonical text) unchanged, or ValueError saying why no store can keep it."""
+    problem = storable_text_problem(text)
+    if problem is not None:
+        raise ValueError(f"partition key text {problem}")
+    return text
+
+
+def _withheld(message: str, value: Any) -> str:
+    """``message`` without the rejected input, for definitions that repeat it against the contract."""
+    text = value if isinstance(value, str) else None
+    for form in (repr(value), text if text is not None and len(text) >= 4 else None):
+        if form:
+            message = message.replace(form, "<rejected key>")
+    return message
+
+
+def apply_key_rule(definition: PartitionDef, method: Callable[[Any], Any], value: Any, name: str) -> Any:
+    """``method(value)``, a key rule of ``definition`` (``normalize_key``, ``parse_key`` ...), held to the contract.
+
+    A rejection must be a ``ValueError`` whose message does not repeat the
+    input. Custom definitions are user code: any other exception becomes a
+    ValueError naming the method and the exception type (its message may
+    contain the key, so it is withheld), and a ValueError message that
+    repeats the input has it removed.
+    """
+    try:
+        return method(value)
+    except ValueError as exc:
+        if type(definition).__module__.startswith("partita."):
+            raise
+        raise ValueError(_withheld(str(exc), value)) from None
+    except RecursionError:
+        raise ValueError(f"{type(definition).__name__}.{name} exceeded the recursion limit") from None
+    except Exception as exc:  # noqa: BLE001 - user code: reported as a rejection naming the rule
+        raise ValueError(
+            f"{type(definition).__name__}.{name} raised {type(exc).__name__} instead of rejecting the key "
+            "with ValueError (its message is withheld: it may repeat the key)"
+        ) from None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from partita.errors import DefinitionError
-from partita.partitions.base import PartitionDef
+from partita.partitions.base import PartitionDef, check_key_text
 
 __all__ = ["MAX_RUNTIME_KEY_LENGTH", "PartitionAtRuntime", "PartitionKey"]
 
@@ -88,6 +88,7 @@ class PartitionAtRuntime(PartitionDef):
             raise ValueError(f"runtime partition keys are at most {MAX_RUNTIME_KEY_LENGTH} characters")
         if _CONTROL.search(key):
             raise ValueError("runtime partition keys must not contain control characters")
+        check_key_text(key)
         self.check_allowed(key)
         return key
 

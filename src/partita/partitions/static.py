@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from partita.errors import DefinitionError
-from partita.partitions.base import PartitionDef
+from partita.partitions.base import PartitionDef, storable_text_problem
 
 __all__ = ["StaticPartitionDef"]
 
@@ -43,6 +43,9 @@ class StaticPartitionDef(PartitionDef):
                 raise DefinitionError(f"StaticPartitionDef keys[{index}] must be a non-empty string")
             if _CONTROL.search(key):
                 raise DefinitionError(f"StaticPartitionDef keys[{index}] contains a control character")
+            problem = storable_text_problem(key)
+            if problem is not None:
+                raise DefinitionError(f"StaticPartitionDef keys[{index}] {problem}")
             if key in seen:
                 raise DefinitionError(f"StaticPartitionDef keys[{index}] repeats an earlier key")
             seen.add(key)

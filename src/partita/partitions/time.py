@@ -24,6 +24,8 @@ _MONTH_TEXT = re.compile(r"([0-9]{4})-([0-9]{2})")
 _HOUR_TEXT = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2})(?:([+-])([0-9]{2}):([0-9]{2}))?")
 _UTC = dt.UTC
 _HOUR = dt.timedelta(hours=1)
+# datetime covers years 1 to 9999: an hour at either edge may have no UTC instant.
+_OUT_OF_CALENDAR = "hourly partition key lies outside the calendar datetime can represent (years 1 to 9999, in UTC too)"
 
 
 class _BoundedTimeDef(PartitionDef):
@@ -198,7 +200,10 @@ class HourlyPartitionDef(_BoundedTimeDef):
             if key.tzinfo is None or key.utcoffset() is None:
                 raise ValueError("hourly partition keys must be timezone-aware datetimes")
             # Through UTC, so a wall time already in this zone is checked too.
-            local = key.astimezone(_UTC).astimezone(self._tz)
+            try:
+                local = key.astimezone(_UTC).astimezone(self._tz)
+            except OverflowError:
+                raise ValueError(_OUT_OF_CALENDAR) from None
             if key.tzinfo is self._tz and local.replace(tzinfo=None) != key.replace(tzinfo=None):
                 raise ValueError(
                     "hourly partition key names an hour that does not exist in the time zone (daylight-saving gap)"
@@ -219,7 +224,11 @@ class HourlyPartitionDef(_BoundedTimeDef):
             first = dt.datetime(year, month, day, hour, tzinfo=self._tz, fold=0)
         except ValueError:
             raise ValueError("hourly partition key text is not a valid calendar hour") from None
-        if first.astimezone(_UTC).astimezone(self._tz).replace(tzinfo=None) != first.replace(tzinfo=None):
+        try:
+            round_trip = first.astimezone(_UTC).astimezone(self._tz)
+        except OverflowError:
+            raise ValueError(_OUT_OF_CALENDAR) from None
+        if round_trip.replace(tzinfo=None) != first.replace(tzinfo=None):
             raise ValueError("hourly partition key names an hour that does not exist in the time zone (daylight-saving gap)")
         if match.group(5) is None:
             return first
@@ -252,7 +261,13 @@ class HourlyPartitionDef(_BoundedTimeDef):
         keys = []
         while current <= last_utc:
             keys.append(current.astimezone(self._tz))
-            current = self._next_hour_start(current)
+            if current == last_utc:
+                # Stepping past the last key could leave the calendar (an end on 9999-12-31).
+                break
+            try:
+                current = self._next_hour_start(current)
+            except OverflowError:
+                break
         return tuple(keys)
 
     def _next_hour_start(self, current: dt.datetime) -> dt.datetime:

@@ -16,7 +16,7 @@ from typing import Any
 from partita.definitions.assets import AssetDefinition
 from partita.definitions.config import RunConfig
 from partita.errors import PlanningError, SelectionError
-from partita.partitions.base import PartitionDef
+from partita.partitions.base import PartitionDef, apply_key_rule, check_key_text
 
 __all__ = ["KeySource", "Selection", "SelectionKind", "select_partitions"]
 
@@ -162,23 +162,31 @@ def _same_contract(left: object, right: object) -> bool:
         return False
 
 
-def _normalizer(definition: PartitionDef, source: KeySource) -> Callable[[Any], Any]:
+def _normalizer(definition: PartitionDef, source: KeySource) -> tuple[Callable[[Any], Any], str]:
     if source is KeySource.TEXT:
-        return definition.parse_key
-    return definition.normalize_key
+        return definition.parse_key, "parse_key"
+    return definition.normalize_key, "normalize_key"
+
+
+def _storable(definition: PartitionDef, key: Any) -> Any:
+    """``key`` unless its canonical text cannot be stored (its outlet event carries that text)."""
+    check_key_text(apply_key_rule(definition, definition.format_key, key, "format_key"))
+    return key
 
 
 def _normalized_keys(owner: AssetDefinition, raw_keys: tuple[Any, ...], source: KeySource) -> tuple[Any, ...]:
     definition = owner.partition_def
     assert definition is not None
-    normalize = _normalizer(definition, source)
+    normalize, method = _normalizer(definition, source)
     identity = definition.key_identity
     seen: set[Hashable] = set()
     keys: list[Any] = []
     for index, raw in enumerate(raw_keys):
         try:
-            key = normalize(raw)
-            key_id = identity(key)
+            if isinstance(raw, str):
+                check_key_text(raw)
+            key = _storable(definition, apply_key_rule(definition, normalize, raw, method))
+            key_id = apply_key_rule(definition, identity, key, "key_identity")
         except ValueError as exc:
             raise SelectionError(
                 f"partition_keys[{index}] is rejected by asset {owner.name!r} ({definition.domain}): {exc}"
@@ -199,8 +207,8 @@ def _range_keys(owner: AssetDefinition, bounds: tuple[Any, Any], source: KeySour
         )
     try:
         if source is KeySource.TEXT:
-            bounds = (definition.parse_key(bounds[0]), definition.parse_key(bounds[1]))
-        keys = tuple(definition.range(*bounds))
+            bounds = (_range_bound(definition, bounds[0], "start"), _range_bound(definition, bounds[1], "end"))
+        keys = apply_key_rule(definition, lambda pair: tuple(definition.range(*pair)), bounds, "range")
     except ValueError as exc:
         raise SelectionError(f"partition_range is rejected by asset {owner.name!r} ({definition.domain}): {exc}") from None
     # A definition's range must already be normalized; this keeps a custom
@@ -208,12 +216,21 @@ def _range_keys(owner: AssetDefinition, bounds: tuple[Any, Any], source: KeySour
     return _normalized_keys(owner, keys, KeySource.PYTHON)
 
 
+def _range_bound(definition: PartitionDef, text: Any, end: str) -> Any:
+    try:
+        if isinstance(text, str):
+            check_key_text(text)
+        return apply_key_rule(definition, definition.parse_key, text, "parse_key")
+    except ValueError as exc:
+        raise ValueError(f"partition_range {end} is invalid: {exc}") from None
+
+
 def _check_accepted(owner: AssetDefinition, keys: tuple[Any, ...]) -> None:
     definition = owner.partition_def
     assert definition is not None
     for index, key in enumerate(keys):
         try:
-            definition.normalize_key(key)
+            _storable(definition, apply_key_rule(definition, definition.normalize_key, key, "normalize_key"))
         except ValueError as exc:
             raise SelectionError(
                 f"selected partition key #{index} is rejected by asset {owner.name!r} ({definition.domain}): {exc}"
