@@ -22,6 +22,7 @@ from partita.cli.common import (
 )
 from partita.cli.entry import load_registry
 from partita.errors import ConfigurationError
+from partita.events.emission import MAX_EXTRA_DEPTH, json_text_depth
 from partita.events.external import publish_event
 
 
@@ -89,6 +90,9 @@ def _parse_date(text: str | None) -> dt.datetime | None:
 def _parse_extra(text: str | None) -> Any:
     if text is None:
         return None
+    if json_text_depth(text) > MAX_EXTRA_DEPTH:
+        # Refused before parsing: json.loads recurses once per level.
+        raise ConfigurationError(f"--extra nests deeper than {MAX_EXTRA_DEPTH} levels of objects and arrays")
     try:
         return json.loads(text, parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
     except ValueError:
