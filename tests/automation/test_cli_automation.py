@@ -116,7 +116,7 @@ def test_trigger_once_text_and_json(entry: str, url: str) -> None:
 
 def test_flows_pause_and_resume(entry: str, url: str) -> None:
     _seed(url, "2024-01-01")
-    result = _invoke("flows", "pause", "consumer_flow", "--store", url)
+    result = _invoke("flows", "pause", "consumer_flow", "--entry", entry, "--store", url)
     assert result.exit_code == 0, result.output
     assert "paused" in result.output
     document = json.loads(_invoke("plan", entry, "--pending", "--store", url, "--json").stdout)

@@ -92,7 +92,7 @@ def _trigger_once(entry: str, url: str) -> int:
 
 
 def _flows(action: str, name: str, url: str) -> dict[str, Any]:
-    document = _cli("flows", action, name, "--store", url)
+    document = _cli("flows", action, name, "--entry", BATCH_VALIDATION, "--store", url)
     assert document["schema"] == "partita.flow-state"
     return document
 
@@ -133,7 +133,7 @@ def test_pause_and_resume_documents_report_the_stored_state(url: str):
 
 
 def test_flow_state_text_output_is_unchanged_without_json(url: str):
-    result = CliRunner().invoke(cli, ["flows", "pause", "validate_batches", "--store", url])
+    result = CliRunner().invoke(cli, ["flows", "pause", "validate_batches", "--entry", BATCH_VALIDATION, "--store", url])
     assert result.exit_code == 0, result.output
     assert "flow validate_batches paused" in result.stdout
     assert not result.stdout.lstrip().startswith("{")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -21,10 +23,12 @@ from partita.cli.common import (
     handles_errors,
     json_option,
     opened_store,
+    reading_store,
     store_option,
 )
 from partita.cli.entry import load_trigger_flows
 from partita.errors import ConfigurationError, StoreError
+from partita.store import SqlStore, open_store
 from partita.store.triggers import TriggerStore
 
 
@@ -109,8 +113,7 @@ def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
     flows = load_trigger_flows(entry)
     documents = []
     now = time.time()
-    with opened_store(store_url, False) as store:
-        assert store is not None
+    with _pending_store(store_url) as store:
         triggers = TriggerStore(store)
         for flow in flows:
             evaluator = TriggerEvaluator(flow, store)
@@ -158,6 +161,20 @@ def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
                 document["rejected_events"] = [event_id for event_id, _ in report.rejected]
             documents.append(document)
     return {"flows": documents}
+
+
+@contextlib.contextmanager
+def _pending_store(store_url: str | None) -> Iterator[SqlStore]:
+    """The store to preview against; without one, an empty in-memory store (a preview creates no file)."""
+    with reading_store(store_url) as store:
+        if store is not None:
+            yield store
+            return
+    empty = open_store("sqlite://")
+    try:
+        yield empty
+    finally:
+        empty.close()
 
 
 def render_pending(document: dict[str, Any]) -> None:
@@ -208,14 +225,26 @@ def flows() -> None:
     """Pause and resume triggered flows (a paused flow starts nothing)."""
 
 
-def _set_paused(name: str, store_url: str | None, paused: bool, as_json: bool) -> None:
+def _set_paused(name: str, entry: str | None, store_url: str | None, paused: bool, as_json: bool) -> None:
     if not name:
         raise ConfigurationError(
             "flow NAME is empty; pass the triggered flow's name= (see partita plan ENTRY --pending)"
         )
-    with opened_store(store_url, False) as store:
-        assert store is not None
-        triggers = TriggerStore(store)
+    if entry is not None:
+        names = [flow.name for flow in load_trigger_flows(entry)]
+        if name not in names:
+            raise ConfigurationError(
+                f"entry {entry!r} defines no triggered flow named {name!r}; its triggered flows are {', '.join(names)}"
+            )
+    # Without ENTRY the name must already be known to the store; nothing is created to find out.
+    store_context = opened_store(store_url, False) if entry is not None else reading_store(store_url)
+    with store_context as store:
+        triggers = None if store is None else TriggerStore(store)
+        if triggers is None or (entry is None and not triggers.knows_flow(name)):
+            raise ConfigurationError(
+                f"no triggered flow named {name!r} is known to the store (none was paused, evaluated or run there); "
+                "pass --entry ENTRY to check the name against the entry's flows"
+            )
         triggers.set_paused(name, paused, time.time())
         # The document reports the state read back from the store, not the request.
         now_paused = triggers.is_paused(name)
@@ -225,21 +254,30 @@ def _set_paused(name: str, store_url: str | None, paused: bool, as_json: bool) -
     Console().print(f"flow {escape(name)} {'paused' if now_paused else 'resumed'}", highlight=False)
 
 
-@flows.command()
-@click.argument("name")
-@store_option
-@json_option
-@handles_errors
-def pause(name: str, store_url: str | None, as_json: bool) -> None:
-    """Pause the triggered flow NAME."""
-    _set_paused(name, store_url, True, as_json)
+def _entry_option(command: Any) -> Any:
+    return click.option(
+        "--entry", default=None, metavar="ENTRY",
+        help="Check NAME against ENTRY's triggered flows (needed before a daemon has seen the flow).",
+    )(command)
 
 
 @flows.command()
 @click.argument("name")
+@_entry_option
 @store_option
 @json_option
 @handles_errors
-def resume(name: str, store_url: str | None, as_json: bool) -> None:
-    """Resume the triggered flow NAME."""
-    _set_paused(name, store_url, False, as_json)
+def pause(name: str, entry: str | None, store_url: str | None, as_json: bool) -> None:
+    """Pause the triggered flow NAME (a name known to the store, or one of --entry's flows)."""
+    _set_paused(name, entry, store_url, True, as_json)
+
+
+@flows.command()
+@click.argument("name")
+@_entry_option
+@store_option
+@json_option
+@handles_errors
+def resume(name: str, entry: str | None, store_url: str | None, as_json: bool) -> None:
+    """Resume the triggered flow NAME (a name known to the store, or one of --entry's flows)."""
+    _set_paused(name, entry, store_url, False, as_json)

@@ -6,15 +6,18 @@ import contextlib
 import functools
 import json
 import sys
+import traceback
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
-from partita.errors import ConfigurationError, MissingStoreError, PartitaError
+from partita.errors import ConfigurationError, ExecutionError, MissingStoreError, PartitaError
 from partita.store import DEFAULT_STORE_URL, SqlStore, open_store, store_url_from_environment
+from partita.store.location import parse_store_url
 
 EXIT_OK = 0
 EXIT_ASSET_FAILED = 1
@@ -63,9 +66,30 @@ def handles_errors(command: Callable[..., None]) -> Callable[..., None]:
                 command(*args, **kwargs)
             except PartitaError as error:
                 fail(error, as_json)
+            except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
+                raise  # click reports these itself
+            except Exception as error:  # noqa: BLE001 - the last resort: never a raw traceback
+                fail(unexpected_error(error), as_json)
 
     return wrapper
 
+
+def unexpected_error(error: Exception) -> ExecutionError:
+    """An exception no rule anticipated, told without its message.
+
+    The message of an arbitrary exception (from user definitions, drivers,
+    the standard library) may repeat a partition key or a secret, so only
+    its type and where it was raised are reported (exit 4).
+    """
+    frames = traceback.extract_tb(error.__traceback__)
+    where = ""
+    if frames:
+        last = frames[-1]
+        where = f" at {Path(last.filename).name}:{last.lineno}"
+    return ExecutionError(
+        f"unexpected {type(error).__name__}{where}; its message is withheld because it may repeat a partition key "
+        "or a secret. This is a defect: please report it with the command that raised it"
+    )
 
 
 def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -89,13 +113,30 @@ def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 @contextlib.contextmanager
 def opened_store(store_url: str | None, no_store: bool) -> Iterator[SqlStore | None]:
-    """The store chosen by --store, $PARTITA_STORE or the default; None with --no-store."""
+    """The store a writing command records into: --store, $PARTITA_STORE or the default; None with --no-store.
+
+    An in-memory or ``?mode=ro`` database is refused before anything runs:
+    the command would report history recorded that no later command can read,
+    or fail at its first write.
+    """
     if no_store:
         if store_url:
             raise ConfigurationError("--store and --no-store cannot be combined")
         yield None
         return
-    store = open_store(chosen_store_url(store_url))
+    url = chosen_store_url(store_url)
+    location = parse_store_url(url)
+    if location.in_memory:
+        raise ConfigurationError(
+            "--store names an in-memory SQLite database (sqlite://, sqlite:/// or sqlite:///:memory:): "
+            "nothing recorded there outlives this command; name a file, for example sqlite:///.partita/partita.db"
+        )
+    if location.read_only:
+        raise ConfigurationError(
+            f"--store {location.display} is read-only (mode=ro), but this command records into the store; "
+            "remove ?mode=ro"
+        )
+    store = open_store(url)
     if store.created:
         Console(stderr=True).print(f"partita: created the run-history store {escape(store.url)}", highlight=False)
     try:

@@ -222,6 +222,25 @@ def _make_plan(
     return flow, flow.plan_from_text(config)
 
 
+def _check_pending_alone(targets: tuple[str, ...], selection: dict[str, Any]) -> None:
+    """--pending previews what the triggers select; a selection of its own would be silently ignored."""
+    given = [
+        option
+        for option, value in (
+            ("--target", targets),
+            ("--partition-key", selection["partition_keys"]),
+            ("--partition-range", selection["partition_range"]),
+            ("--empty-partitions", selection["empty_partitions"]),
+            ("--max-concurrency", selection["max_concurrency"] is not None),
+        )
+        if value
+    ]
+    if given:
+        raise ConfigurationError(
+            f"--pending previews what ENTRY's triggers would start; {', '.join(given)} cannot be combined with it"
+        )
+
+
 @cli.command()
 @_entry_argument
 @_selection_options
@@ -236,6 +255,7 @@ def plan(entry: str, targets: tuple[str, ...], as_json: bool, pending: bool, sto
     the keys still waiting for upstream events (nothing is started or recorded).
     """
     if pending:
+        _check_pending_alone(targets, selection)
         document = pending_document(entry, store_url)
         if as_json:
             emit_document("pending", document)

@@ -22,14 +22,12 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Boolean, Connection, Engine, Float, Integer, create_engine, event, func, inspect, select, update
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from partita.errors import (
     ConfigurationError,
     EmissionError,
-    MissingStoreError,
     StoreError,
     UnknownPartitionError,
     UnknownRunError,
@@ -38,6 +36,7 @@ from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, EventS
 from partita.results.model import FailureInfo
 from partita.results.record import AttemptRecord, InvocationRecord, RunHeader, TaskRecord
 from partita.store.liveness import owner_is_alive
+from partita.store.location import SqliteAccess, StoreBackend, StoreLocation, parse_store_url, sqlite_access, sqlite_connector
 from partita.store.protocol import PartitionRecord, ProgressBatch, RunEnd, RunStart, StoredRun
 from partita.store.retries import is_transient, retry_transient
 from partita.store.schema import (
@@ -166,26 +165,17 @@ class SqlStore:
     """
 
     def __init__(self, url: str, *, create: bool = True) -> None:
-        if not isinstance(url, str) or not url:
-            raise ConfigurationError("store URL must be a non-empty string such as sqlite:///.partita/partita.db")
-        try:
-            parsed = make_url(url)
-        except ArgumentError:
-            raise ConfigurationError(
-                "store URL is not a valid URL; use sqlite:///PATH or postgresql://USER@HOST/DATABASE"
-            ) from None
-        backend = parsed.get_backend_name()
+        location = parse_store_url(url)
+        parsed = location.url
+        backend = location.backend.value
         self.created = False
         self._sqlite_path: str | None = None
-        if backend == "sqlite":
-            self._engine = self._sqlite_engine(parsed, create)
-        elif backend == "postgresql":
-            self._engine = self._postgresql_engine(parsed)
+        self._access = SqliteAccess.READ_WRITE
+        if location.backend is StoreBackend.SQLITE:
+            self._engine = self._sqlite_engine(location, create)
         else:
-            raise ConfigurationError(
-                f"store URL scheme {parsed.drivername!r} is not supported; use sqlite:/// or postgresql://"
-            )
-        self._url = parsed.render_as_string(hide_password=True)
+            self._engine = self._postgresql_engine(parsed)
+        self._url = location.display
         self._connect_url = url
         self._local = threading.local()
         self._emission_lock = threading.Lock()
@@ -208,26 +198,19 @@ class SqlStore:
 
     # -- opening ----------------------------------------------------------------
 
-    def _sqlite_engine(self, url: Any, create: bool) -> Engine:
-        database = url.database
-        if database in (None, "", ":memory:"):
+    def _sqlite_engine(self, location: StoreLocation, create: bool) -> Engine:
+        if location.path is None:
             engine = create_engine("sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False})
         else:
-            path = Path(database)
-            if path.is_dir():
-                raise StoreError(f"store path {str(path)!r} is a directory; name a database file inside it")
-            if not create and not path.exists():
-                raise MissingStoreError(f"no run-history store exists at {str(path)!r} yet")
-            self.created = not path.exists()
-            self._sqlite_path = str(path)
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(f"cannot create the store's folder {str(path.parent)!r}: {exc.strerror}") from None
-            engine = create_engine(
-                url.set(drivername="sqlite"),
-                connect_args={"timeout": _BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
-            )
+            self._access, self.created = sqlite_access(location, create=create)
+            self._sqlite_path = str(location.path)
+            timeout = _BUSY_TIMEOUT_MS / 1000
+            connector = sqlite_connector(location.path, self._access, timeout)
+            file_url = location.url.set(drivername="sqlite", query={})
+            if connector is None:
+                engine = create_engine(file_url, connect_args={"timeout": timeout, "check_same_thread": False})
+            else:
+                engine = create_engine(file_url, creator=connector)
 
         @event.listens_for(engine, "connect")
         def _configure(dbapi_connection: Any, _: Any) -> None:
@@ -260,7 +243,7 @@ class SqlStore:
         if "file is not a database" in text or "malformed" in text:
             return "the file is not a SQLite database or is corrupt; nothing was written to it"
         if "readonly" in text or "read-only" in text:
-            return "the store is read-only; a run cannot be recorded there"
+            return "the store is read-only; nothing can be written to it"
         return text
 
     @contextlib.contextmanager
@@ -289,6 +272,11 @@ class SqlStore:
                 raise StoreError(
                     f"store {self._url} has schema revision {current}, newer than this partita understands "
                     f"(newest known: {SCHEMA_HEAD}); upgrade partita to use it"
+                )
+            if self._access is not SqliteAccess.READ_WRITE:
+                raise StoreError(
+                    f"store {self._url} is opened read-only and its schema is not this partita's "
+                    f"({current or 'none'}, needs {SCHEMA_HEAD}); open it once writable so it can be upgraded"
                 )
             with self._write() as connection:
                 if self._dialect == "postgresql":

@@ -69,6 +69,14 @@ class TriggerStore(TriggerRequests):
             return EventPosition(), None
         return EventPosition(int(row.last_event_txid), int(row.last_event_id)), row.last_tick
 
+    def knows_flow(self, flow: str) -> bool:
+        """Whether the store holds trigger state of ``flow``: it was paused, evaluated or started a run."""
+        with self.store._failures("read the flow state"), self._engine.connect() as connection:  # noqa: SLF001
+            for column in (flow_state.c.flow, trigger_cursors.c.flow, trigger_requests.c.flow):
+                if connection.execute(select(column).where(column == flow).limit(1)).first() is not None:
+                    return True
+        return False
+
     def is_paused(self, flow: str) -> bool:
         with self.store._failures("read the flow state"), self._engine.connect() as connection:  # noqa: SLF001
             row = connection.execute(select(flow_state.c.paused).where(flow_state.c.flow == flow)).first()
