@@ -19,6 +19,7 @@ from rich.table import Table
 from partita.automation.daemon import FlowFailure, TriggerDaemon, json_log_handler
 from partita.automation.evaluation import TriggerEvaluator
 from partita.cli.common import (
+    STORABLE_TEXT,
     emit_document,
     handles_errors,
     json_option,
@@ -262,7 +263,7 @@ def _entry_option(command: Any) -> Any:
 
 
 @flows.command()
-@click.argument("name")
+@click.argument("name", type=STORABLE_TEXT)
 @_entry_option
 @store_option
 @json_option
@@ -273,7 +274,7 @@ def pause(name: str, entry: str | None, store_url: str | None, as_json: bool) ->
 
 
 @flows.command()
-@click.argument("name")
+@click.argument("name", type=STORABLE_TEXT)
 @_entry_option
 @store_option
 @json_option

@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from partita.errors import ConfigurationError, ExecutionError, MissingStoreError, PartitaError
 from partita.store import DEFAULT_STORE_URL, SqlStore, open_store, store_url_from_environment
+from partita.partitions.base import storable_text_problem
 from partita.store.location import parse_store_url
 
 EXIT_OK = 0
@@ -90,6 +91,25 @@ def unexpected_error(error: Exception) -> ExecutionError:
         f"unexpected {type(error).__name__}{where}; its message is withheld because it may repeat a partition key "
         "or a secret. This is a defect: please report it with the command that raised it"
     )
+
+
+class StorableText(click.ParamType):
+    """Text a store lookup can use: no NUL (PostgreSQL rejects it), no lone surrogates (not UTF-8).
+
+    Undecodable command-line bytes arrive as lone surrogates; refusing them
+    here is a usage error (exit 2), and the message does not repeat the value.
+    """
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        problem = storable_text_problem(value) if isinstance(value, str) else None
+        if problem is not None:
+            self.fail(problem, param, ctx)
+        return value
+
+
+STORABLE_TEXT = StorableText()
 
 
 def json_option(command: Callable[..., Any]) -> Callable[..., Any]:

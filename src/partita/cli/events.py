@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from partita.cli.common import (
+    STORABLE_TEXT,
     chosen_store_url,
     emit_document,
     handles_errors,
@@ -32,8 +33,10 @@ def events() -> None:
 
 
 @events.command("list")
-@click.option("--asset", default=None, metavar="ASSET", help="Only events of this asset.")
-@click.option("--partition-key", default=None, metavar="KEY", help="Only events with this canonical key text.")
+@click.option("--asset", type=STORABLE_TEXT, default=None, metavar="ASSET", help="Only events of this asset.")
+@click.option(
+    "--partition-key", type=STORABLE_TEXT, default=None, metavar="KEY", help="Only events with this canonical key text."
+)
 @click.option("--since", type=click.IntRange(min=0), default=None, metavar="ID", help="Only events after this id.")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True, help="At most N events.")
 @store_option

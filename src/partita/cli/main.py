@@ -22,6 +22,7 @@ from partita import __version__
 from partita.cli.automation import flows, pending_document, render_pending, serve, trigger
 from partita.cli.common import (
     EXIT_ASSET_FAILED,
+    STORABLE_TEXT,
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
     emit_document,
@@ -191,8 +192,8 @@ def describe_partitions(
 
 
 @partitions.command("retire")
-@click.argument("name")
-@click.argument("key")
+@click.argument("name", type=STORABLE_TEXT)
+@click.argument("key", type=STORABLE_TEXT)
 @store_option
 @json_option
 @handles_errors

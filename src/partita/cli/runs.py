@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from partita.cli.common import (
+    STORABLE_TEXT,
     chosen_store_url,
     emit_document,
     handles_errors,
@@ -121,7 +122,7 @@ def _launch_document(launch: TriggerLaunch) -> dict[str, Any]:
 
 
 @runs.command("show")
-@click.argument("run_id")
+@click.argument("run_id", type=STORABLE_TEXT)
 @store_option
 @json_option
 @handles_errors
@@ -187,8 +188,8 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
 
 
 @runs.command("compare")
-@click.argument("first")
-@click.argument("second")
+@click.argument("first", type=STORABLE_TEXT)
+@click.argument("second", type=STORABLE_TEXT)
 @store_option
 @json_option
 @handles_errors
