@@ -128,3 +128,25 @@ def test_a_body_emitting_a_far_too_deep_extra_fails_its_attempt_with_an_emission
     assert attempt.status is partita.AttemptStatus.FAILED
     assert isinstance(attempt.exception, EmissionError)
     assert f"deeper than {MAX_EXTRA_DEPTH}" in str(attempt.exception)
+
+
+def test_a_failure_message_holding_nul_and_lone_surrogates_is_recorded_and_the_run_ends(store_url: str):
+    registry = partita.AssetRegistry()
+
+    @partita.asset(registry=registry)
+    def body() -> int:
+        raise ValueError("bad \x00 and \udcff text")
+
+    result = partita.Flow(["body"], registry=registry, store=store_url).run()
+
+    assert result.status is partita.RunStatus.FAILED
+    store = open_store(store_url)
+    try:
+        (run,) = store.list_runs()
+        assert run.status == "failed"
+        (task,) = store.get_tasks(run.run_id)
+        failure = task.attempts[0].failure
+        assert failure is not None
+        assert failure.message == "bad \\x00 and \\udcff text"
+    finally:
+        store.close()

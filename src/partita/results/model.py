@@ -72,11 +72,30 @@ class FailureInfo:
 
     @classmethod
     def from_exception(cls, exc: BaseException) -> FailureInfo:
+        try:
+            message = str(exc)
+        except Exception:  # noqa: BLE001 - a broken __str__ must not lose the failure
+            message = f"<{type(exc).__name__} whose str() raised>"
         return cls(
             type=f"{type(exc).__module__}.{type(exc).__qualname__}",
-            message=str(exc),
-            traceback="".join(traceback.format_exception(exc)),
+            message=_storable(message),
+            traceback=_storable("".join(traceback.format_exception(exc))),
         )
+
+
+def _storable(text: str) -> str:
+    """Application text as every store can keep it: NUL and lone surrogates written as escapes.
+
+    PostgreSQL text cannot hold NUL and UTF-8 cannot encode a lone surrogate;
+    a failure whose message held either could not be recorded, and the run
+    stayed ``running``.
+    """
+    text = text.replace("\x00", "\\x00")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 @dataclass(frozen=True, slots=True)
