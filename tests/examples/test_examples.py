@@ -728,8 +728,11 @@ CLI_COMMANDS.update(
             0,
             ["stock_check ", "started 2 consumer runs"],  # the two runs may print in either order
         ),
-        "partita flows pause validate_batches": (0, ["flow validate_batches paused"]),
-        "partita flows resume validate_batches": (0, ["flow validate_batches resumed"]),
+        "partita flows pause validate_batches --entry examples/batch_validation.py": (0, ["flow validate_batches paused"]),
+        "partita flows resume validate_batches --entry examples/batch_validation.py": (
+            0,
+            ["flow validate_batches resumed"],
+        ),
         # docs/cli.md
         "partita serve --help": (0, ["SIGTERM", "--store", "--max-in-flight", "--poll-interval"]),
         "partita trigger --help": (0, ["--once", "--max-in-flight", "--json"]),
