@@ -150,3 +150,18 @@ def test_a_failure_message_holding_nul_and_lone_surrogates_is_recorded_and_the_r
         assert failure.message == "bad \\x00 and \\udcff text"
     finally:
         store.close()
+
+
+def test_a_product_with_a_custom_dimension_checks_the_key_text_too():
+    registry = partita.AssetRegistry()
+
+    @partita.asset(
+        partition_def=partita.MultiPartitionDef({"tenant": IdentityDef(), "region": partita.StaticPartitionDef("r", ["eu"])}),
+        registry=registry,
+    )
+    def product(context: partita.AssetContext) -> int:
+        return 1
+
+    with pytest.raises(SelectionError, match="NUL") as caught:
+        partita.Flow(["product"], registry=registry).plan({"partition_keys": [f"{MARKER}\x00|eu"]})
+    assert MARKER not in str(caught.value)

@@ -37,6 +37,9 @@ class PartitionDef:
     supports_range: ClassVar[bool] = False
     #: Whether the definition may be a dimension of a MultiPartitionDef.
     allowed_in_product: ClassVar[bool] = True
+    #: Whether every canonical text it formats is storable (no NUL, valid UTF-8) by construction.
+    #: Selection checks the text of definitions that do not promise it (custom ones).
+    storable_key_text: ClassVar[bool] = False
 
     @property
     def domain(self) -> str:

@@ -86,6 +86,11 @@ class MultiPartitionDef(PartitionDef):
         return dict(self._dimensions)
 
     @property
+    def storable_key_text(self) -> bool:  # type: ignore[override]
+        """Storable when every dimension's text is (the separator is ``|``)."""
+        return all(definition.storable_key_text for _, definition in self._dimensions)
+
+    @property
     def domain(self) -> str:
         inner = ",".join(f"{name}={definition.domain}" for name, definition in self._dimensions)
         return f"multi({inner})"

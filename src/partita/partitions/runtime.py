@@ -42,6 +42,7 @@ class PartitionAtRuntime(PartitionDef):
     kind: ClassVar[str] = "runtime"
     key_format: ClassVar[str] = f"a non-empty string of at most {MAX_RUNTIME_KEY_LENGTH} characters"
     allowed_in_product: ClassVar[bool] = False
+    storable_key_text: ClassVar[bool] = True  # normalize_key checks the text
 
     def __init__(
         self,

@@ -24,6 +24,7 @@ class StaticPartitionDef(PartitionDef):
 
     kind: ClassVar[str] = "static"
     key_format: ClassVar[str] = "one of the declared keys"
+    storable_key_text: ClassVar[bool] = True  # declared keys are checked when the definition is built
 
     def __init__(self, name: str, keys: Iterable[str]) -> None:
         if not isinstance(name, str) or _NAME.fullmatch(name) is None:

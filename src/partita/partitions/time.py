@@ -32,6 +32,7 @@ class _BoundedTimeDef(PartitionDef):
     """Shared bound handling: keys outside ``start``..``end`` are rejected."""
 
     supports_range: ClassVar[bool] = True
+    storable_key_text: ClassVar[bool] = True  # ASCII digits and separators
 
     def __init__(self, start: Any = None, end: Any = None) -> None:
         self._start = None

@@ -170,7 +170,8 @@ def _normalizer(definition: PartitionDef, source: KeySource) -> tuple[Callable[[
 
 def _storable(definition: PartitionDef, key: Any) -> Any:
     """``key`` unless its canonical text cannot be stored (its outlet event carries that text)."""
-    check_key_text(apply_key_rule(definition, definition.format_key, key, "format_key"))
+    if not definition.storable_key_text:
+        check_key_text(apply_key_rule(definition, definition.format_key, key, "format_key"))
     return key
 
 
@@ -183,8 +184,6 @@ def _normalized_keys(owner: AssetDefinition, raw_keys: tuple[Any, ...], source: 
     keys: list[Any] = []
     for index, raw in enumerate(raw_keys):
         try:
-            if isinstance(raw, str):
-                check_key_text(raw)
             key = _storable(definition, apply_key_rule(definition, normalize, raw, method))
             key_id = apply_key_rule(definition, identity, key, "key_identity")
         except ValueError as exc:
