@@ -129,8 +129,12 @@ def storable_text_problem(text: str) -> str | None:
 
 
 def check_key_text(text: str) -> str:
-    """``text`` (a key's canonical text) unchanged, or ValueError saying why no store can keep it."""
-    problem = storable_text_problem(text)
+    """``text`` (a key's canonical text) unchanged, or ValueError saying why no store can keep it.
+
+    Only text is judged: a ``format_key`` that returns something else breaks
+    its contract, and the attempt that needs the text reports that.
+    """
+    problem = storable_text_problem(text) if isinstance(text, str) else None
     if problem is not None:
         raise ValueError(f"partition key text {problem}")
     return text
