@@ -21,7 +21,6 @@ import threading
 import time
 from typing import Any
 
-from partita.errors import StoreError
 from partita.events.model import EventDraft, EventSource, SourceKind
 from partita.execution.events import AttemptFinished, AttemptRetrying, AttemptStarted, ExecutionEvent
 from partita.planning.plan import FlowPlan

@@ -35,8 +35,16 @@ from partita.errors import (
 from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, EventSource, SourceKind
 from partita.results.model import FailureInfo
 from partita.results.record import AttemptRecord, InvocationRecord, RunHeader, TaskRecord
+from partita.store.fork_gate import sqlite_write
 from partita.store.liveness import owner_is_alive
-from partita.store.location import SqliteAccess, StoreBackend, StoreLocation, parse_store_url, sqlite_access, sqlite_connector
+from partita.store.location import (
+    SqliteAccess,
+    StoreBackend,
+    StoreLocation,
+    parse_store_url,
+    sqlite_access,
+    sqlite_connector,
+)
 from partita.store.protocol import PartitionRecord, ProgressBatch, RunEnd, RunStart, StoredRun
 from partita.store.retries import is_transient, retry_transient
 from partita.store.schema import (
@@ -257,7 +265,8 @@ class SqlStore:
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[Connection]:
-        with self._engine.connect() as connection:
+        gate = sqlite_write() if self._dialect == "sqlite" else contextlib.nullcontext()
+        with gate, self._engine.connect() as connection:
             connection.execution_options(partita_write=True)
             with connection.begin():
                 yield connection
@@ -627,16 +636,20 @@ class SqlStore:
         if self._dialect == "sqlite":
             cursor = connection.cursor()
             try:
-                cursor.execute("BEGIN IMMEDIATE")
-                found = cursor.execute(self._event_insert_sql, row).fetchone()
-                existing = (
-                    None if found is not None else cursor.execute(self._event_lookup_sql, (dedupe_key,)).fetchone()
-                )
-                cursor.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    cursor.execute("ROLLBACK")
-                raise
+                with sqlite_write():
+                    cursor.execute("BEGIN IMMEDIATE")
+                    try:
+                        found = cursor.execute(self._event_insert_sql, row).fetchone()
+                        existing = (
+                            None
+                            if found is not None
+                            else cursor.execute(self._event_lookup_sql, (dedupe_key,)).fetchone()
+                        )
+                        cursor.execute("COMMIT")
+                    except BaseException:
+                        with contextlib.suppress(sqlite3.Error):
+                            cursor.execute("ROLLBACK")
+                        raise
             finally:
                 cursor.close()
         else:

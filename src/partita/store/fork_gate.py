@@ -1,0 +1,35 @@
+"""Keep process forks out of SQLite write transactions.
+
+SQLite keeps the locks of all of a process's connections to one file in
+memory it shares between them. A process forked while another thread holds a
+write transaction inherits that bookkeeping without the lock itself: every
+connection the child opens to that file then waits for a lock nobody will
+release, and its writes fail with "database is locked" after the busy
+timeout. The process executor forks worker processes that emit into the
+store, so each SQLite write transaction holds this gate, and a fork waits
+until none is open (`os.register_at_fork`). Writers to the same file are
+serialized by SQLite anyway; the gate costs one uncontended lock per write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+
+__all__ = ["sqlite_write"]
+
+_gate = threading.RLock()
+
+
+@contextlib.contextmanager
+def sqlite_write() -> Iterator[None]:
+    """Hold around one SQLite write transaction: a fork waits until it ends."""
+    with _gate:
+        yield
+
+
+if hasattr(os, "register_at_fork"):
+    # The forking thread holds the gate across fork(); both sides let it go.
+    os.register_at_fork(before=_gate.acquire, after_in_parent=_gate.release, after_in_child=_gate.release)

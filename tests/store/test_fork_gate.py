@@ -1,0 +1,62 @@
+"""A process forked while another thread writes to a SQLite store can still write to it.
+
+SQLite shares a process's lock bookkeeping between its connections to a
+file; a child forked during another thread's write transaction inherits it
+and can never take the write lock. The store makes a fork wait for open
+SQLite write transactions (the process executor forks emitting workers).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from partita.store.sql import SqlStore
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux only")
+
+
+def _write_in_child(path: str, results: multiprocessing.Queue) -> None:
+    try:
+        connection = sqlite3.connect(path, timeout=2.0, isolation_level=None)
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute("CREATE TABLE IF NOT EXISTS child_writes (n INTEGER)")
+        connection.execute("INSERT INTO child_writes VALUES (1)")
+        connection.execute("COMMIT")
+        results.put("written")
+    except sqlite3.Error as exc:
+        results.put(f"failed: {exc}")
+
+
+def test_a_child_forked_during_a_write_transaction_can_write(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    store = SqlStore(f"sqlite:///{path}")
+    inside, release = threading.Event(), threading.Event()
+
+    def hold_a_write_transaction() -> None:
+        with store._write() as connection:  # noqa: SLF001 - the writes every store verb makes
+            connection.exec_driver_sql("SELECT 1")
+            inside.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=hold_a_write_transaction)
+    writer.start()
+    try:
+        assert inside.wait(10)
+        context = multiprocessing.get_context("fork")
+        results = context.Queue()
+        child = context.Process(target=_write_in_child, args=(str(path), results))
+        # The fork waits for the transaction: let it end shortly after the fork began.
+        threading.Timer(0.3, release.set).start()
+        child.start()
+        child.join(30)
+        assert results.get(timeout=5) == "written"
+    finally:
+        release.set()
+        writer.join(10)
+        store.close()
