@@ -9,6 +9,7 @@ lower one for good.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import signal
 import subprocess
@@ -27,7 +28,7 @@ from partita.cli.automation import pending_document
 from partita.cli.entry import load_trigger_flows
 from partita.store.sql import SqlStore
 
-from .conftest import process, publish, runs_per_key, wait_for
+from .conftest import ENTRY, process, publish, runs_per_key, wait_for
 
 
 @pytest.fixture
@@ -92,23 +93,6 @@ def test_a_long_transaction_delays_events_but_loses_none(pg_store: SqlStore, pos
     assert runs_per_key(pg_store) == {"2024-01-03": 1}
 
 
-STRESS_ENTRY = '''
-from partita import DatePartitionDef, Flow, OnAssetEvents, asset
-
-
-@asset(partition_def=DatePartitionDef())
-def raw():
-    return 1
-
-
-@asset(partition_def=DatePartitionDef())
-def consumer(context):
-    return len(context.triggering_events)
-
-
-consumer_flow = Flow(["consumer"], name="consumer_flow", trigger=OnAssetEvents(["raw"]), record_partition_keys=True)
-'''
-
 PRODUCERS = 4
 KEYS_PER_PRODUCER = 1_000
 
@@ -125,9 +109,7 @@ def _consumer_runs_per_key(postgres_url: str) -> dict[str, int]:
 def test_concurrent_producers_against_serve_start_exactly_one_run_per_key(postgres_url: str, tmp_path: Path):
     """4 producer threads × 1,000 keys each while ``partita serve`` consumes: every key exactly one run."""
     path = tmp_path / "stress.py"
-    path.write_text(STRESS_ENTRY)
-    import datetime as dt
-
+    path.write_text(ENTRY)  # CONSUMER_DELAY unset: consumer bodies return at once
     first = dt.date(2000, 1, 1)
     keys = [(first + dt.timedelta(days=n)).isoformat() for n in range(PRODUCERS * KEYS_PER_PRODUCER)]
     SqlStore(postgres_url).close()  # migrated before the daemon and the producers start
