@@ -90,8 +90,7 @@ from partita.results.model import (
     TaskResult,
 )
 from partita.store import SqlStore, Store, open_store
-
-__version__ = "0.1.0"
+from partita.version import __version__ as __version__  # written once, in partita.version
 
 __all__ = [
     "AllowedKeysMapper",

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from partita.errors import ConfigurationError, ExecutionError, MissingStoreError, PartitaError
-from partita.store import DEFAULT_STORE_URL, SqlStore, open_store, store_url_from_environment
 from partita.partitions.base import storable_text_problem
+from partita.store import DEFAULT_STORE_URL, SqlStore, open_store, store_url_from_environment
 from partita.store.location import parse_store_url
 
 EXIT_OK = 0

@@ -18,13 +18,12 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from partita import __version__
 from partita.cli.automation import flows, pending_document, render_pending, serve, trigger
 from partita.cli.common import (
     EXIT_ASSET_FAILED,
-    STORABLE_TEXT,
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
+    STORABLE_TEXT,
     emit_document,
     emit_json,
     handles_errors,
@@ -44,6 +43,7 @@ from partita.errors import ConfigurationError, UnknownPartitionError
 from partita.flow import Flow
 from partita.planning.plan import FlowPlan, describe_asset
 from partita.results.model import RunResult, RunStatus
+from partita.version import __version__
 
 
 def _stdin_is_interactive() -> bool:

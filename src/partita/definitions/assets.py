@@ -1,4 +1,4 @@
-"""The `@asset` decorator and the immutable description of one asset.
+"""The `@asset` decorator: reads a function's signature and options into an `AssetDefinition`.
 
 Decorating returns the very same function, so an asset stays plain Python:
 callable directly and testable without partita. The description rides along
@@ -10,9 +10,9 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
+from partita.definitions.definition import AssetDefinition, Callback
 from partita.definitions.policies import RetryPolicy
 from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import DefinitionError
@@ -23,41 +23,9 @@ __all__ = ["AssetDefinition", "asset", "asset_name_of", "definition_of"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: A lifecycle callback: one positional `CallbackContext`, sync or async.
-Callback = Callable[[Any], Any]
-
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ATTRIBUTE = "__partita_asset__"
 CONTEXT_PARAMETER = "context"
-
-
-@dataclass(frozen=True, slots=True)
-class AssetDefinition:
-    """Everything partita knows about one asset, fixed at decoration time.
-
-    ``inputs`` maps a body parameter to the upstream asset whose output it
-    receives; ``deps`` lists every upstream asset (inputs first, then the
-    ordering-only ``deps=`` names) without repeats.
-    """
-
-    name: str
-    fn: Callable[..., Any] = field(repr=False)
-    inputs: tuple[tuple[str, str], ...]
-    deps: tuple[str, ...]
-    context_parameter: str | None
-    partition_def: PartitionDef | None
-    is_async: bool
-    resource: str | None = None
-    retry: RetryPolicy | None = None
-    materialization: Any = field(default=None, repr=False)
-    version: str | None = None
-    on_success: Callback | None = field(default=None, repr=False)
-    on_failure: Callback | None = field(default=None, repr=False)
-    on_retry: Callback | None = field(default=None, repr=False)
-
-    @property
-    def partitioned(self) -> bool:
-        return self.partition_def is not None
 
 
 def asset_name_of(value: Any, *, field_name: str) -> str:

@@ -10,12 +10,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
+from partita.definitions.definition import AssetDefinition
 from partita.errors import DefinitionError
-
-if TYPE_CHECKING:
-    from partita.definitions.assets import AssetDefinition
 
 __all__ = ["AssetRegistry", "default_registry", "fresh_default_registry"]
 

@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from partita.errors import EmissionError
-from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, EventSource, SourceKind, now
 from partita.events.extra import MAX_EXTRA_BYTES, MAX_EXTRA_DEPTH, encoded_extra_size, json_text_depth
+from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, EventSource, SourceKind, now
 from partita.partitions.base import PartitionDef, apply_key_rule, check_key_text, storable_text_problem
 
 __all__ = [

@@ -17,19 +17,48 @@ import asyncio
 import functools
 import inspect
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from partita.errors import MaterializationError
 from partita.execution.graph import TaskState
 from partita.execution.workers import Completion, ThreadWorkers
 from partita.materialization.protocol import MaterializationContext, MaterializationRecord
-from partita.results.model import Invocation
+from partita.results.model import FailureInfo, Invocation
 
-if TYPE_CHECKING:
-    from partita.execution.engine import _Run
+__all__ = ["OutputReuse", "ReuseHost"]
 
-__all__ = ["OutputReuse"]
+
+class ReuseHost(Protocol):
+    """What output reuse needs of the run it serves: its tasks, and the steps that settle an attempt."""
+
+    tasks: Sequence[TaskState]
+    max_concurrency: int
+    finished: bool
+
+    def enqueue_after_preparation(self, task: TaskState, key_index: int) -> None: ...
+
+    def dispatch(self) -> None: ...
+
+    def settle_executed(
+        self,
+        task: TaskState,
+        key_index: int,
+        output: Any,
+        invocations: tuple[Invocation, ...],
+        materialization_id: str | None,
+    ) -> None: ...
+
+    def settle_materialized(self, task: TaskState, key_index: int, output: Any, materialization_id: str) -> None: ...
+
+    def fail_attempt(
+        self,
+        task: TaskState,
+        key_index: int,
+        exc: BaseException,
+        invocations: tuple[Invocation, ...],
+        failure: FailureInfo | None = None,
+    ) -> None: ...
 
 
 def _check_record(record: Any, context: MaterializationContext, method: str) -> MaterializationRecord:
@@ -79,7 +108,7 @@ def _is_async(adapter: Any, *methods: str) -> bool:
 class OutputReuse:
     """Drives the materialized tasks of one run."""
 
-    def __init__(self, run: _Run) -> None:
+    def __init__(self, run: ReuseHost) -> None:
         self._run = run
         self._workers: ThreadWorkers | None = None
         self._contexts: dict[tuple[TaskState, int], MaterializationContext] = {}

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import enum
-import traceback
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -14,6 +12,17 @@ if TYPE_CHECKING:
     from partita.events.model import AssetEvent, EmissionReceipt
     from partita.partitions.runtime import PartitionKey
     from partita.planning.plan import FlowPlan
+
+from partita.results.attempts import (
+    AttemptResult,
+    AttemptStatus,
+    FailureInfo,
+    Invocation,
+    Resolution,
+    RunStatus,
+    SkipReason,
+)
+from partita.results.record import run_record
 
 __all__ = [
     "AttemptResult",
@@ -28,126 +37,6 @@ __all__ = [
     "SkipReason",
     "TaskResult",
 ]
-
-
-class AttemptStatus(enum.Enum):
-    SUCCESS = "success"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-    CANCELLED = "cancelled"
-
-
-class SkipReason(enum.Enum):
-    DEPENDENCY_FAILED = "dependency_failed"
-    NO_PARTITION_KEYS = "no_partition_keys"
-    RESOURCE_CIRCUIT_OPEN = "resource_circuit_open"
-    PARTITION_NOT_DISCOVERED = "partition_not_discovered"
-    CANCELLED = "cancelled"
-
-
-class Resolution(enum.Enum):
-    """How a successful attempt got its output."""
-
-    EXECUTED = "executed"
-    MATERIALIZED = "materialized"
-
-
-class RunStatus(enum.Enum):
-    SUCCESS = "success"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-@dataclass(frozen=True, slots=True)
-class FailureInfo:
-    """A portable description of an exception: type, message and traceback text.
-
-    Messages and tracebacks are application text and may repeat sensitive
-    values; treat them as such.
-    """
-
-    type: str
-    message: str
-    traceback: str
-
-    @classmethod
-    def from_exception(cls, exc: BaseException) -> FailureInfo:
-        try:
-            message = str(exc)
-        except Exception:  # noqa: BLE001 - a broken __str__ must not lose the failure
-            message = f"<{type(exc).__name__} whose str() raised>"
-        return cls(
-            type=f"{type(exc).__module__}.{type(exc).__qualname__}",
-            message=_storable(message),
-            traceback=_storable("".join(traceback.format_exception(exc))),
-        )
-
-
-def _storable(text: str) -> str:
-    """Application text as every store can keep it: NUL and lone surrogates written as escapes.
-
-    PostgreSQL text cannot hold NUL and UTF-8 cannot encode a lone surrogate;
-    a failure whose message held either could not be recorded, and the run
-    stayed ``running``.
-    """
-    text = text.replace("\x00", "\\x00")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
-
-
-@dataclass(frozen=True, slots=True)
-class Invocation:
-    """One call of an asset body within an attempt (retries add more)."""
-
-    number: int
-    started_at: float
-    finished_at: float
-    succeeded: bool
-    failure: FailureInfo | None = None
-
-    @property
-    def duration(self) -> float:
-        return self.finished_at - self.started_at
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class AttemptResult:
-    """The terminal outcome of one (asset, key) attempt.
-
-    ``blocked_by`` holds the upstream attempts whose failure or skip kept this
-    one from running. ``partition_key`` is the original normalized key object.
-    """
-
-    asset_name: str
-    partition_key: Any
-    partition_key_present: bool
-    status: AttemptStatus
-    reason: SkipReason | None = None
-    blocked_by: tuple[AttemptResult, ...] = ()
-    output: Any = field(default=None, repr=False)
-    exception: BaseException | None = field(default=None, repr=False)
-    failure: FailureInfo | None = field(default=None, repr=False)
-    invocations: tuple[Invocation, ...] = ()
-    resolution: Resolution | None = None
-    materialization_id: str | None = None
-    #: Position of the key in the run's selection (0 for unpartitioned assets):
-    #: a portable identity for the attempt within its task.
-    index: int = 0
-
-    @property
-    def started_at(self) -> float | None:
-        return self.invocations[0].started_at if self.invocations else None
-
-    @property
-    def finished_at(self) -> float | None:
-        return self.invocations[-1].finished_at if self.invocations else None
-
-    @property
-    def duration(self) -> float:
-        return sum(invocation.duration for invocation in self.invocations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +235,4 @@ class RunResult:
         Raw partition keys are omitted unless ``record_partition_keys=True``
         (then each attempt carries its canonical key text).
         """
-        from partita.results.record import run_record
-
         return run_record(self, version, record_partition_keys=record_partition_keys)

@@ -26,14 +26,25 @@ and can repeat sensitive values: records are diagnostics, not redacted data.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
-from partita.results.model import AttemptResult, AttemptStatus, FailureInfo, Resolution, SkipReason
+from partita.results.attempts import AttemptResult, AttemptStatus, FailureInfo, Resolution, SkipReason
 
-if TYPE_CHECKING:
-    from partita.results.model import RunResult
+
+class LiveRun(Protocol):
+    """What a record needs of a live run: `partita.results.model.RunResult` provides it."""
+
+    run_id: str
+    status: Any  # RunStatus
+    started_at: dt.datetime
+    finished_at: dt.datetime | None
+    plan: Any  # the FlowPlan that ran
+    resources: Mapping[str, Any]
+    callback_errors: Sequence[Any]
+    discoveries: Mapping[str, Any]
+    tasks: Mapping[str, Any]
 
 __all__ = [
     "AttemptRecord",
@@ -288,7 +299,7 @@ def render_record(
     return document
 
 
-def run_header_of(result: RunResult) -> RunHeader:
+def run_header_of(result: LiveRun) -> RunHeader:
     plan = result.plan
     return RunHeader(
         run_id=result.run_id,
@@ -324,7 +335,7 @@ def run_header_of(result: RunResult) -> RunHeader:
     )
 
 
-def run_record(result: RunResult, version: int = 1, *, record_partition_keys: bool = False) -> dict[str, Any]:
+def run_record(result: LiveRun, version: int = 1, *, record_partition_keys: bool = False) -> dict[str, Any]:
     """Project a live ``result`` into the portable record of the given version."""
     definition = result.plan.selection.definition
     key_text = definition.format_key if record_partition_keys and definition is not None else None
