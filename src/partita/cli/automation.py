@@ -120,9 +120,8 @@ def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
             evaluator = TriggerEvaluator(flow, store)
             due = evaluator.due_requests(now, record=False)
             recorded = {request.partition_key: request for request in due}
-            backing_off = [
-                request for request in triggers.requests(flow.name, ("pending",)) if (request.not_before or 0) > now
-            ]
+            unready = triggers.requests(flow.name, ("pending", "abandoned"))  # one read for both lists below
+            backing_off = [r for r in unready if r.status == "pending" and (r.not_before or 0) > now]
             document: dict[str, Any] = {
                 "flow": flow.name,
                 "trigger": flow.trigger.describe(),  # type: ignore[union-attr]
@@ -147,7 +146,8 @@ def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
                 ],
                 "abandoned": [
                     {"partition_key": r.partition_key, "error": r.last_error}
-                    for r in triggers.requests(flow.name, ("abandoned",))
+                    for r in unready
+                    if r.status == "abandoned"
                 ],
             }
             try:

@@ -37,6 +37,11 @@ __all__ = [
 ]
 
 
+
+def _position(index: int | None) -> str:
+    """How a rejection names the key: its place in an assigned list, or "a key"."""
+    return "a key" if index is None else f"partition_keys[{index}]"
+
 class DiscoveryCollector:
     """The keys one producer invocation declares, in declaration order."""
 
@@ -55,30 +60,34 @@ class DiscoveryCollector:
         self._keys = dict(state["keys"])
         self._assigned = state["assigned"]
 
-    def _validated(self, key: Any, extra: Any, position: str) -> tuple[str, Mapping[str, Any] | None]:
-        """The normalized key and its extra, or DiscoveryError; declares nothing."""
+    def _validated(self, key: Any, extra: Any, index: int | None) -> tuple[str, Mapping[str, Any] | None]:
+        """The normalized key and its extra, or DiscoveryError; declares nothing.
+
+        ``index`` is the key's place in an assigned list (None for `add_partition`);
+        the message naming it is built only when the key is rejected.
+        """
         if isinstance(key, PartitionKey):
             key, extra = key.key, key.extra if extra is None else extra
         try:
             key = self._definition.normalize_key(key)
         except ValueError as exc:
             raise DiscoveryError(
-                f"asset {self._asset_name!r} declared {position} that {self._definition.domain} rejects: {exc}"
+                f"asset {self._asset_name!r} declared {_position(index)} that {self._definition.domain} rejects: {exc}"
             ) from None
         if extra is None:
             return key, None
         if not isinstance(extra, Mapping):
-            raise DiscoveryError(f"asset {self._asset_name!r}: the extra of {position} must be a JSON object (a dict)")
+            raise DiscoveryError(f"asset {self._asset_name!r}: the extra of {_position(index)} must be a JSON object (a dict)")
         extra = dict(extra)
         try:
             size = encoded_extra_size(extra)
         except ValueError as exc:
             raise DiscoveryError(
-                f"asset {self._asset_name!r}: the extra of {position} is not strict JSON: {exc}"
+                f"asset {self._asset_name!r}: the extra of {_position(index)} is not strict JSON: {exc}"
             ) from None
         if size > MAX_EXTRA_BYTES:
             raise DiscoveryError(
-                f"asset {self._asset_name!r}: the extra of {position} is {size} bytes of JSON; "
+                f"asset {self._asset_name!r}: the extra of {_position(index)} is {size} bytes of JSON; "
                 f"the limit is {MAX_EXTRA_BYTES}"
             )
         return key, extra
@@ -93,7 +102,7 @@ class DiscoveryCollector:
     def add(self, key: Any, extra: Any = None) -> None:
         self._check_can_add()
         # Validation runs user code (an allowed predicate): outside the lock.
-        key, extra = self._validated(key, extra, "a key")
+        key, extra = self._validated(key, extra, None)
         with self._lock:
             self._check_can_add()
             if key in self._keys:
@@ -117,7 +126,7 @@ class DiscoveryCollector:
         accepted: dict[str, Mapping[str, Any] | None] = {}
         try:
             for index, candidate in enumerate(keys):
-                key, extra = self._validated(candidate, None, f"partition_keys[{index}]")
+                key, extra = self._validated(candidate, None, index)
                 if key not in accepted:  # duplicates collapse: the first extra wins
                     accepted[key] = extra
                     self._check_limit(len(accepted))

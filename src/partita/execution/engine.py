@@ -139,8 +139,8 @@ class _Run:
         self.cancelling = False
         self.finished = False
         self.retry_history: dict[Token, list[Invocation]] = {}
-        #: Invocations under way: (number, start time); a cancelled run reports them.
-        self.in_flight: dict[Token, tuple[int, float]] = {}
+        #: Start times of the invocations under way; a cancelled run reports them.
+        self.in_flight: dict[Token, float] = {}
         self.retry_timers: dict[Token, asyncio.Task[None]] = {}
         self.timers: set[asyncio.Task[None]] = set()
         self.async_bodies: set[asyncio.Task[None]] = set()
@@ -279,11 +279,10 @@ class _Run:
         An attempt with no invocations never started.
         """
         earlier = tuple(self.retry_history.get(token, ()))
-        running = self.in_flight.get(token)
-        if running is None:
+        started = self.in_flight.get(token)
+        if started is None:
             return earlier
-        number, started = running
-        return (*earlier, Invocation(number, started, max(started, _now()), False, _CUT_SHORT))
+        return (*earlier, Invocation(len(earlier) + 1, started, max(started, _now()), False, _CUT_SHORT))
 
     # -- readiness and admission ---------------------------------------------
 
@@ -414,7 +413,7 @@ class _Run:
         if self.retry_history:
             invocation += len(self.retry_history.get((task, key_index), ()))
         started = _now()
-        self.in_flight[(task, key_index)] = (invocation, started)
+        self.in_flight[(task, key_index)] = started
         kwargs = self._inputs_for(task, key_index)
         emitter: Any
         if self.executor.runs_async_bodies:

@@ -54,8 +54,7 @@ class _Reply(enum.IntEnum):
 
     RETURNED = 0
     RAISED = 1
-    UNSENDABLE = 2  # the value is a description of what could not be pickled
-    UNLOADABLE = 3  # the job could not be unpickled in the worker; the value says why
+    UNSENDABLE = 2  # the job or its outcome could not cross the process boundary; the value says why
 
 
 @dataclass(slots=True, eq=False)
@@ -325,12 +324,7 @@ def _completion(job: _Job, data: bytes) -> Completion:
         return (job.token, False, error, job.submitted, time.time())
     if reply is _Reply.RETURNED or reply is _Reply.RAISED:
         return (job.token, reply is _Reply.RETURNED, value, started, finished)
-    if reply is _Reply.UNSENDABLE:
-        return (job.token, False, ExecutionError(f"asset {job.asset_name!r}: {value}"), started, finished)
-    error = ExecutionError(
-        f"asset {job.asset_name!r}: its body or inputs cannot be loaded in the worker process: {value}"
-    )
-    return (job.token, False, error, started, finished)
+    return (job.token, False, ExecutionError(f"asset {job.asset_name!r}: {value}"), started, finished)
 
 
 # -- the worker's side ------------------------------------------------------------
@@ -396,7 +390,8 @@ def _run(payload: bytes) -> bytes:
         fn, kwargs, emitter = pickle.loads(payload)
     except BaseException as exc:  # noqa: BLE001 - reported as the attempt's failure
         now = time.time()
-        return pickle.dumps((_Reply.UNLOADABLE, f"{type(exc).__name__}: {exc}", now, now))
+        message = f"its body or inputs cannot be loaded in the worker process: {type(exc).__name__}: {exc}"
+        return pickle.dumps((_Reply.UNSENDABLE, message, now, now))
     active = activate(emitter)
     started = time.time()
     try:

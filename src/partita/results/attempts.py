@@ -9,10 +9,7 @@ from __future__ import annotations
 import enum
 import traceback
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 __all__ = ["AttemptResult", "AttemptStatus", "FailureInfo", "Invocation", "Resolution", "RunStatus", "SkipReason"]
 

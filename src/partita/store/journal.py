@@ -144,17 +144,16 @@ class StoreJournal:
                 if now - self._last_heartbeat >= HEARTBEAT_SECONDS:
                     self._store.record_heartbeat(self._run_id, now)
                     self._last_heartbeat = now
-            except BaseException as exc:  # noqa: BLE001 - re-raised by end()
+            except BaseException as exc:  # noqa: BLE001 - stops periodic flushing; the end replays _unwritten
                 self._error = exc
 
     def _flush(self) -> None:
         """Write what is buffered; batches whose write failed stay for the end to replay."""
-        batches = [*self._unwritten, *self._take_progress()]
-        self._unwritten = []
+        batches = self._take_progress()
         for position, progress in enumerate(batches):
             try:
                 self._store.record_progress(
-                    progress.attempts, self._run_id, new=progress.new, outlets=progress.outlets, replay=progress.replay
+                    progress.attempts, self._run_id, new=progress.new, outlets=progress.outlets
                 )
             except BaseException:
                 # The write may or may not have committed: replayed idempotently.
@@ -271,4 +270,3 @@ class StoreJournal:
             # The last attempts commit with the outcome: a short run costs one write at its end.
             [*self._unwritten, *self._take_progress()],
         )
-        self._unwritten = []

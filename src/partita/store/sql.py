@@ -9,6 +9,7 @@ IMMEDIATE``) so a transaction never has to upgrade its lock midway.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import socket
@@ -92,6 +93,11 @@ def _upsert_sql(table: Any, keys: tuple[str, ...], only: set[str] | None = None,
     return (
         f"INSERT INTO {table.name} ({', '.join(names)}) {rows} ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
     )
+
+
+def _replayed(batch: ProgressBatch) -> ProgressBatch:
+    """The batch as a retry writes it: its first write may have committed."""
+    return batch if batch.replay else dataclasses.replace(batch, replay=True)
 
 
 def _event_row(draft: EventDraft) -> tuple[Any, ...]:
@@ -419,19 +425,19 @@ class SqlStore:
 
         def write(number: int) -> None:
             with self._write() as connection:
-                self._write_progress(connection, run_id, batch, replay=bool(number))
+                self._write_progress(connection, run_id, _replayed(batch) if number else batch)
 
         with self._failures("record attempts"):
             retry_transient(write)
 
-    def _write_progress(self, connection: Connection, run_id: str, batch: ProgressBatch, *, replay: bool) -> None:
+    def _write_progress(self, connection: Connection, run_id: str, batch: ProgressBatch) -> None:
         """Attempt, invocation and outlet rows of one batch.
 
         A replay (a retry, or a batch whose earlier write had an unknown
         outcome) writes idempotently: attempts and invocations are upserted
         and outlet events already stored for their attempt are left out.
         """
-        replay = replay or batch.replay
+        replay = batch.replay
         latest: dict[tuple[str, int], AttemptRecord] = {}
         for record in batch.attempts:
             latest[(record.asset, record.index)] = record
@@ -549,7 +555,7 @@ class SqlStore:
         def write(number: int) -> None:
             with self._write() as connection:
                 for batch in progress:
-                    self._write_progress(connection, end.run_id, batch, replay=bool(number))
+                    self._write_progress(connection, end.run_id, _replayed(batch) if number else batch)
                 connection.exec_driver_sql(
                     self.driver_sql(
                         f"UPDATE {runs.name} SET status = ?, finished_at = ?, heartbeat_at = ?, summary = ? "
