@@ -29,200 +29,40 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import enum
 import hashlib
 import json
 import os
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from partita.errors import FileMaterializationError
 from partita.materialization.codecs import Codec, JsonCodec
+from partita.materialization.durable_files import create_exclusive, make_folders, read_file, replace_durably
+from partita.materialization.durable_files import fsync_all as _fsync_all  # looked up per commit: fault tests wrap it
+from partita.materialization.file_format import (
+    LEDGER,
+    MANIFEST,
+    MAX_METADATA_BYTES,
+    READABLE_VERSIONS,
+    REFERENCE,
+    SCHEMA_VERSION,
+    InspectionState,
+    MaterializationInspection,
+    Revoked,
+    corrupt,
+    incompatible,
+    parse_document,
+    read_generation_file,
+    verify_payload,
+)
 from partita.materialization.protocol import MaterializationContext, MaterializationRecord
 
 __all__ = ["FileMaterialization", "InspectionState", "MaterializationInspection"]
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
-_REFERENCE = "partita.file-materialization.reference"
-_MANIFEST = "partita.file-materialization.manifest"
-_LEDGER = "partita.file-materialization.revocations"
-_MAX_METADATA_BYTES = 1 << 20
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _SEP = os.sep
-_HEAD_BYTES = 1 << 16  # the first read of a generation: the whole file, when it is small
 _MAX_HANDED_OVER = 1024  # resolved records whose checked manifest entries wait for their load
-
-
-class InspectionState(enum.Enum):
-    AVAILABLE = "available"
-    MISSING = "missing"
-    INVALIDATED = "invalidated"
-    INCOMPATIBLE = "incompatible"
-    CORRUPT = "corrupt"
-
-
-@dataclass(frozen=True, slots=True)
-class MaterializationInspection:
-    """What `FileMaterialization.inspect` found; ``record`` only when available."""
-
-    state: InspectionState
-    record: MaterializationRecord | None = None
-    detail: str = ""
-
-
-def _Corrupt(message: str) -> FileMaterializationError:  # noqa: N802 - reads as an exception type
-    return FileMaterializationError(message, state=InspectionState.CORRUPT.value)
-
-
-def _Incompatible(message: str) -> FileMaterializationError:  # noqa: N802 - reads as an exception type
-    return FileMaterializationError(message, state=InspectionState.INCOMPATIBLE.value)
-
-
-class _Revoked(Exception):
-    """Internal: the reference's epoch is older than the ledger's."""
-
-
-def _fsync_directory(path: str) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _make_folders(path: str) -> None:
-    """Create ``path`` and its missing parents, fsyncing each parent that gained an entry.
-
-    Runs once per folder of a root's life (the fan-out is fixed), so the
-    extra fsyncs do not show in the per-commit cost.
-    """
-    missing = []
-    while not os.path.isdir(path):
-        missing.append(path)
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(folder)
-        _fsync_directory(os.path.dirname(folder))
-
-
-def _replace_durably(path: str, data: bytes) -> None:
-    """Write to a unique temporary file, fsync, rename over ``path``, fsync the folder (created if missing)."""
-    folder, name = os.path.split(path)
-    _make_folders(folder)
-    temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
-    descriptor = _create(temporary, data)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-    os.replace(temporary, path)
-    _fsync_directory(folder)
-
-
-def _create(path: str, *parts: bytes) -> int:
-    """Create ``path`` (it must not exist) holding ``parts``; the open descriptor is returned for fsync."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o644)
-    try:
-        for data in parts:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(descriptor, view) :]
-    except BaseException:
-        os.close(descriptor)
-        raise
-    return descriptor
-
-
-def _fsync_all(descriptors: Sequence[int]) -> None:
-    """fsync each descriptor in turn: a commit's generation file, then its folder.
-
-    One after the other, not in threads: with the file's data and the
-    folder's entry in the same journal transaction, the second fsync finds
-    it committed. Threads measured no faster, and slower with four writers.
-    """
-    for descriptor in descriptors:
-        os.fsync(descriptor)
-
-
-def _read_file(path: str, limit: int) -> bytes:
-    """Up to ``limit`` bytes of ``path`` (raises FileNotFoundError when absent).
-
-    Plain descriptors: a buffered file object costs more than the read
-    itself for the small files this adapter reads.
-    """
-    descriptor = os.open(path, os.O_RDONLY | _O_CLOEXEC)
-    try:
-        chunks = []
-        remaining = limit
-        while remaining > 0:
-            chunk = os.read(descriptor, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(descriptor)
-
-
-def _read_generation_file(path: str, *, whole: bool) -> tuple[bytes, bytes]:
-    """A generation file's manifest line, and the bytes after it.
-
-    With ``whole`` the file is read to its end (the payload, for a load or
-    a verifying inspection); otherwise reading stops once the manifest line
-    is complete, so a resolve does not read a large payload. A small
-    generation takes one read either way. Raises FileNotFoundError when the
-    file is absent.
-    """
-    descriptor = os.open(path, os.O_RDONLY | _O_CLOEXEC)
-    try:
-        head = os.read(descriptor, _HEAD_BYTES)
-        end = head.find(b"\n")
-        while end < 0 and len(head) <= _MAX_METADATA_BYTES:
-            chunk = os.read(descriptor, _HEAD_BYTES)
-            if not chunk:
-                break
-            head += chunk
-            end = head.find(b"\n", len(head) - len(chunk))
-        if end < 0:
-            raise _Corrupt("generation has no complete manifest line (truncated or damaged)")
-        line, rest = head[:end], head[end + 1 :]
-        if whole:
-            chunks = [rest]
-            while chunk := os.read(descriptor, 1 << 20):
-                chunks.append(chunk)
-            rest = b"".join(chunks)
-        return line, rest
-    finally:
-        os.close(descriptor)
-
-
-def _parse_document(data: bytes, what: str) -> dict[str, Any]:
-    if len(data) > _MAX_METADATA_BYTES:
-        raise _Corrupt(f"{what} is implausibly large")
-    try:
-        document = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise _Corrupt(f"{what} is not valid JSON (truncated or damaged)") from None
-    if not isinstance(document, dict):
-        raise _Corrupt(f"{what} is not a JSON object")
-    return document
-
-
-def _verify_payload(data: bytes, payload: dict[str, Any]) -> None:
-    """The bytes after the manifest line must be exactly the payload it describes."""
-    if len(data) != payload["size"]:
-        raise _Corrupt("payload size differs from its manifest")
-    if hashlib.sha256(data).hexdigest() != payload["sha256"]:
-        raise _Corrupt("payload SHA-256 differs from its manifest")
 
 
 def _now() -> str:
@@ -275,29 +115,29 @@ class FileMaterialization:
     def _read_json(self, path: str, what: str) -> dict[str, Any] | None:
         """The JSON object in ``path``, or None when the file does not exist."""
         try:
-            data = _read_file(path, _MAX_METADATA_BYTES + 1)
+            data = read_file(path, MAX_METADATA_BYTES + 1)
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise _Corrupt(f"{what} cannot be read: {exc.strerror}") from None
-        return _parse_document(data, what)
+            raise corrupt(f"{what} cannot be read: {exc.strerror}") from None
+        return parse_document(data, what)
 
     def _read_generation(
         self, identity_hash: str, materialization_id: str, *, whole: bool, missing: str
     ) -> tuple[bytes, bytes]:
         try:
-            return _read_generation_file(self._generation_path(identity_hash, materialization_id), whole=whole)
+            return read_generation_file(self._generation_path(identity_hash, materialization_id), whole=whole)
         except FileNotFoundError:
-            raise _Corrupt(missing) from None
+            raise corrupt(missing) from None
         except OSError as exc:
-            raise _Corrupt(f"generation cannot be read: {exc.strerror}") from None
+            raise corrupt(f"generation cannot be read: {exc.strerror}") from None
 
     def _check_schema(self, document: dict[str, Any], kind: str, what: str) -> int:
         version = document.get("version")
         if document.get("schema", kind) != kind:
-            raise _Incompatible(f"{what} has schema {document.get('schema')!r}, expected {kind!r}")
+            raise incompatible(f"{what} has schema {document.get('schema')!r}, expected {kind!r}")
         if isinstance(version, bool) or version not in READABLE_VERSIONS:
-            raise _Incompatible(
+            raise incompatible(
                 f"{what} has schema version {version!r}; this reader understands versions "
                 f"{', '.join(map(str, READABLE_VERSIONS))} (upgrade partita to read newer stores)"
             )
@@ -308,9 +148,9 @@ class FileMaterialization:
         ledger = self._read_json(self._ledger_path(identity_hash), "revocation ledger")
         if ledger is None:
             return None
-        self._check_schema(ledger, _LEDGER, "revocation ledger")
+        self._check_schema(ledger, LEDGER, "revocation ledger")
         if ledger.get("identity_hash") != identity_hash or not isinstance(ledger.get("revocations"), list):
-            raise _Corrupt("revocation ledger does not describe this identity")
+            raise corrupt("revocation ledger does not describe this identity")
         return ledger
 
     def _current_epoch(self, identity_hash: str) -> int | None:
@@ -319,25 +159,25 @@ class FileMaterialization:
         return None if ledger is None else len(ledger["revocations"])
 
     def _resolve(self, context: MaterializationContext, *, verify_payload: bool) -> MaterializationRecord:
-        """The referenced, current record; raises _Revoked, FileNotFoundError or a typed error."""
+        """The referenced, current record; raises Revoked, FileNotFoundError or a typed error."""
         identity_hash = context.identity_hash()
         reference = self._read_json(self._reference_path(identity_hash), "reference")
         if reference is None:
             raise FileNotFoundError
-        reference_version = self._check_schema(reference, _REFERENCE, "reference")
+        reference_version = self._check_schema(reference, REFERENCE, "reference")
         if reference.get("identity_hash") != identity_hash:
-            raise _Corrupt("reference names another identity")
+            raise corrupt("reference names another identity")
         materialization_id = reference.get("materialization_id")
         if not isinstance(materialization_id, str) or not materialization_id.isalnum():
-            raise _Corrupt("reference has no valid materialization id")
+            raise corrupt("reference has no valid materialization id")
         epoch = reference.get("epoch", 0) if reference_version >= 2 else 0
         if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise _Corrupt("reference has an invalid epoch")
+            raise corrupt("reference has an invalid epoch")
         current = self._current_epoch(identity_hash)
         if epoch < (current or 0):
-            raise _Revoked
+            raise Revoked
         if epoch > (current or 0):
-            raise _Incompatible(
+            raise incompatible(
                 "reference is from a newer revocation epoch than the ledger (was the ledger rolled back?)"
             )
         return self._manifest_record(context, identity_hash, materialization_id, epoch, verify_payload)
@@ -348,19 +188,19 @@ class FileMaterialization:
         line, rest = self._read_generation(
             identity_hash, materialization_id, whole=verify, missing="reference points to a generation that is missing"
         )
-        manifest = _parse_document(line, "manifest")
+        manifest = parse_document(line, "manifest")
         manifest_version, manifest_epoch, payload = self._checked_manifest(
             context, identity_hash, materialization_id, manifest
         )
         if manifest_epoch != epoch:
-            raise _Corrupt("manifest epoch differs from its reference")
+            raise corrupt("manifest epoch differs from its reference")
         if verify:
-            _verify_payload(rest, payload)
+            verify_payload(rest, payload)
         committed = manifest.get("committed_at")
         try:
             committed_at = dt.datetime.fromisoformat(committed) if isinstance(committed, str) else None
         except ValueError:
-            raise _Corrupt("manifest has a malformed commit time") from None
+            raise corrupt("manifest has a malformed commit time") from None
         return context.record(
             materialization_id,
             committed_at=committed_at,
@@ -376,22 +216,22 @@ class FileMaterialization:
         self, context: MaterializationContext, identity_hash: str, materialization_id: str, manifest: dict[str, Any]
     ) -> tuple[int, int, dict[str, Any]]:
         """Validate a manifest against the requested identity; returns its version, epoch and payload entry."""
-        version = self._check_schema(manifest, _MANIFEST, "manifest")
+        version = self._check_schema(manifest, MANIFEST, "manifest")
         if manifest.get("materialization_id") != materialization_id or manifest.get("identity_hash") != identity_hash:
-            raise _Corrupt("manifest does not match its reference")
+            raise corrupt("manifest does not match its reference")
         if manifest.get("identity") != context.identity():
-            raise _Incompatible("manifest identity differs from the requested identity")
+            raise incompatible("manifest identity differs from the requested identity")
         epoch = manifest.get("epoch", 0) if version >= 2 else 0
         if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise _Corrupt("manifest has an invalid epoch")
+            raise corrupt("manifest has an invalid epoch")
         if manifest.get("codec") != self.codec.name:
-            raise _Incompatible(f"payload was written by codec {manifest.get('codec')!r}, not {self.codec.name!r}")
+            raise incompatible(f"payload was written by codec {manifest.get('codec')!r}, not {self.codec.name!r}")
         payload = manifest.get("payload")
         if not isinstance(payload, dict) or not isinstance(payload.get("sha256"), str):
-            raise _Corrupt("manifest does not describe its payload")
+            raise corrupt("manifest does not describe its payload")
         size = payload.get("size")
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise _Corrupt("manifest does not describe its payload size")
+            raise corrupt("manifest does not describe its payload size")
         return version, epoch, payload
 
     # -- the protocol ----------------------------------------------------------------
@@ -400,7 +240,7 @@ class FileMaterialization:
         """The current committed record, or None (nothing committed, or revoked)."""
         try:
             record = self._resolve(context, verify_payload=False)
-        except (FileNotFoundError, _Revoked):
+        except (FileNotFoundError, Revoked):
             return None
         # An attempt loads what it just resolved: hand the checked manifest
         # entries over once (generations are immutable), so load need not
@@ -437,15 +277,15 @@ class FileMaterialization:
         if checked is not None:
             epoch, payload = checked
         else:
-            manifest = _parse_document(line, "manifest")
+            manifest = parse_document(line, "manifest")
             _, epoch, payload = self._checked_manifest(context, identity_hash, materialization_id, manifest)
         if epoch < (self._current_epoch(identity_hash) or 0):
             raise FileMaterializationError("the record was invalidated after it was resolved or collected")
-        _verify_payload(data, payload)
+        verify_payload(data, payload)
         try:
             return self.codec.decode(data)
         except Exception as exc:  # noqa: BLE001 - any codec failure is a corrupt payload here
-            raise _Corrupt(f"payload cannot be decoded by {self.codec.name}: {exc}") from None
+            raise corrupt(f"payload cannot be decoded by {self.codec.name}: {exc}") from None
 
     def commit(self, context: MaterializationContext, output: Any) -> MaterializationRecord:
         """Write a new immutable generation, then point the reference at it."""
@@ -461,7 +301,7 @@ class FileMaterialization:
         committed_at = _now()
         sha256 = hashlib.sha256(data).hexdigest()
         manifest = {
-            "schema": _MANIFEST,
+            "schema": MANIFEST,
             "version": SCHEMA_VERSION,
             "materialization_id": materialization_id,
             "identity_hash": identity_hash,
@@ -472,7 +312,7 @@ class FileMaterialization:
             "committed_at": committed_at,
         }
         reference = {
-            "schema": _REFERENCE,
+            "schema": REFERENCE,
             "version": SCHEMA_VERSION,
             "identity_hash": identity_hash,
             "materialization_id": materialization_id,
@@ -508,16 +348,16 @@ class FileMaterialization:
         descriptors: list[int] = []
         try:
             try:
-                descriptors.append(_create(generation, manifest, b"\n", payload))
+                descriptors.append(create_exclusive(generation, manifest, b"\n", payload))
             except FileNotFoundError:
-                _make_folders(os.path.dirname(generation))
-                descriptors.append(_create(generation, manifest, b"\n", payload))
+                make_folders(os.path.dirname(generation))
+                descriptors.append(create_exclusive(generation, manifest, b"\n", payload))
             descriptors.append(os.open(os.path.dirname(generation), os.O_RDONLY))
             try:
-                os.close(_create(temporary, reference))
+                os.close(create_exclusive(temporary, reference))
             except FileNotFoundError:
-                _make_folders(os.path.dirname(reference_path))
-                os.close(_create(temporary, reference))
+                make_folders(os.path.dirname(reference_path))
+                os.close(create_exclusive(temporary, reference))
             _fsync_all(descriptors)
             os.replace(temporary, reference_path)
         except OSError as exc:
@@ -542,12 +382,12 @@ class FileMaterialization:
         identity_hash = context.identity_hash()
         ledger = self._ledger(identity_hash)
         if ledger is None:
-            ledger = {"schema": _LEDGER, "version": SCHEMA_VERSION, "identity_hash": identity_hash, "revocations": []}
+            ledger = {"schema": LEDGER, "version": SCHEMA_VERSION, "identity_hash": identity_hash, "revocations": []}
         epoch = len(ledger["revocations"]) + 1
         ledger["version"] = SCHEMA_VERSION
         ledger["revocations"].append({"epoch": epoch, "reason": reason, "revoked_at": _now()})
         try:
-            _replace_durably(self._ledger_path(identity_hash), json.dumps(ledger, indent=1).encode("utf-8"))
+            replace_durably(self._ledger_path(identity_hash), json.dumps(ledger, indent=1).encode("utf-8"))
         except OSError as exc:
             raise FileMaterializationError(f"cannot write the revocation ledger: {exc.strerror}") from exc
         return epoch
@@ -558,7 +398,7 @@ class FileMaterialization:
             record = self._resolve(context, verify_payload=True)
         except FileNotFoundError:
             return MaterializationInspection(InspectionState.MISSING, detail="no reference for this identity")
-        except _Revoked:
+        except Revoked:
             return MaterializationInspection(InspectionState.INVALIDATED, detail="revoked by the ledger")
         except FileMaterializationError as exc:
             return MaterializationInspection(InspectionState(exc.state or "corrupt"), detail=str(exc))
