@@ -304,8 +304,6 @@ def test_a_retried_progress_batch_after_a_lost_acknowledgement_writes_no_row_twi
     assert _outlet_count(store, run_id) == len(KEYS)
 
 
-
-
 def test_a_periodic_flush_that_failed_does_not_keep_the_run_end_from_being_recorded(store, monkeypatch):
     """The flusher's write fails after committing; the end replays that batch without duplicates."""
     flushed = threading.Event()
