@@ -6,14 +6,13 @@ unkeyed outlet event for the producer; it updates the domain's registry
 (first seen, last seen, retired). A retired key that is discovered again
 becomes active, and that is recorded. Run records keep counts, never the
 discovered keys. Every test runs on SQLite and PostgreSQL (``store_url``).
+Retiring keys is proven on the verbs in tests/store/contract/test_partition_registry.py.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-
-import pytest
 
 import partita as p
 
@@ -227,34 +226,6 @@ def test_registries_of_different_domains_are_separate(store_url, store):
     assert store.list_partitions("runtime:unknown") == []
 
 
-def test_retiring_a_key_marks_it_retired_and_records_it(store_url, store):
-    Tenants(["acme", "globex"]).run(store_url)
-
-    record = store.retire_partition(DOMAIN, "acme")
-
-    assert record.key == "acme"
-    assert record.retired is True
-    assert record.state == "retired"
-    assert record.retired_at is not None
-    by_key = known(store)
-    assert by_key["acme"].retired is True
-    assert by_key["globex"].retired is False
-    history = store.partition_history(DOMAIN, "acme")
-    assert [action for action, _, _ in history] == ["retired"]
-    assert history[0][1] == record.retired_at
-
-
-def test_retiring_twice_is_idempotent(store_url, store):
-    Tenants(["acme"]).run(store_url)
-
-    first = store.retire_partition(DOMAIN, "acme")
-    second = store.retire_partition(DOMAIN, "acme")
-
-    assert second.retired is True
-    assert second.retired_at == first.retired_at
-    assert [action for action, _, _ in store.partition_history(DOMAIN, "acme")] == ["retired"]
-
-
 def test_a_retired_key_discovered_again_becomes_active_and_the_reactivation_is_recorded(store_url, store):
     tenants = Tenants(["acme", "globex"])
     first = tenants.run(store_url)
@@ -298,30 +269,6 @@ def test_an_active_key_discovered_again_has_no_reactivation(store_url, store):
 
     assert known(store)["acme"].reactivated_at is None
     assert store.partition_history(DOMAIN, "acme") == []
-
-
-def test_retiring_a_key_again_after_reactivation_records_a_second_retirement(store_url, store):
-    tenants = Tenants(["acme"])
-    tenants.run(store_url)
-    store.retire_partition(DOMAIN, "acme")
-    tenants.run(store_url)
-
-    record = store.retire_partition(DOMAIN, "acme")
-
-    assert record.retired is True
-    assert [action for action, _, _ in store.partition_history(DOMAIN, "acme")] == ["retired", "reactivated", "retired"]
-
-
-def test_retiring_an_unknown_key_is_an_unknown_partition_error_that_does_not_repeat_it(store_url, store):
-    Tenants(["acme"]).run(store_url)
-
-    with pytest.raises(p.UnknownPartitionError) as caught:
-        store.retire_partition(DOMAIN, SECRET)
-    assert SECRET not in str(caught.value)
-    with pytest.raises(p.UnknownPartitionError):
-        store.retire_partition("runtime:unknown", "acme")
-    assert isinstance(caught.value, p.ConfigurationError)
-    assert list(known(store)) == ["acme"]
 
 
 # -- without a store ----------------------------------------------------------------------------------------------

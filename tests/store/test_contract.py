@@ -2,8 +2,8 @@
 
 Runs are recorded through the public behaviour (``Flow(..., store=...)``) and
 read back through the `Store` verbs (list, get, tasks) and `compare_runs`.
-A few tests drive the writing verbs directly to control run ids, start times
-and owners (prefix lookup, ordering, liveness). Privacy is proven by reading
+The verbs driven directly (prefix lookup, ordering, liveness) are proven in
+tests/store/contract/test_run_history.py. Privacy is proven by reading
 the tables with SQLAlchemy: without the opt-in no column holds a raw key.
 """
 
@@ -11,10 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,11 +21,9 @@ import pytest
 from sqlalchemy import create_engine, inspect, select, text
 
 import partita
-from partita.errors import ConfigurationError, UnknownRunError
-from partita.results.record import AttemptRecord, render_record
-from partita.store import RunEnd, RunStart, SqlStore, Store, open_store
+from partita.results.record import render_record
+from partita.store import SqlStore, Store, open_store
 from partita.store.history import compare_runs
-from partita.store.liveness import current_owner_token
 
 DEADLINE_SECONDS = 30.0
 TENANTS = ["tenant-qx7-private", "tenant-zz4-hidden", "tenant-mm9-secret"]
@@ -115,45 +109,6 @@ def _simple_registry() -> partita.AssetRegistry:
         return 1
 
     return registry
-
-
-def _plan_document() -> dict[str, Any]:
-    return partita.Flow(["one"], registry=_simple_registry()).plan().to_dict()
-
-
-def _start(
-    store: Store,
-    run_id: str,
-    started_at: dt.datetime,
-    *,
-    host: str | None = None,
-    pid: int | None = None,
-    token: str | None = None,
-) -> None:
-    store.record_run_started(
-        RunStart(
-            run_id=run_id,
-            started_at=started_at,
-            plan=_plan_document(),
-            record_partition_keys=False,
-            owner_host=socket.gethostname() if host is None else host,
-            owner_pid=os.getpid() if pid is None else pid,
-            owner_token=current_owner_token() if token is None else token,
-        )
-    )
-
-
-def _finish(store: Store, run_id: str, status: str, finished_at: dt.datetime) -> None:
-    store.record_run_finished(RunEnd(run_id=run_id, status=status, finished_at=finished_at))
-
-
-def _dead_pid() -> int:
-    process = subprocess.Popen([sys.executable, "-c", "pass"])
-    process.wait()
-    return process.pid
-
-
-NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 
 
 # -- recording a real run and reading it back ---------------------------------------
@@ -349,17 +304,6 @@ def test_list_runs_is_newest_first_and_honours_limit(store_url, store):
     assert all(run.status == "success" and run.counts == {"success": 1} for run in listed)
 
 
-def test_ordering_follows_start_time_not_insertion_order(store):
-    _start(store, "c" * 32, NOW - dt.timedelta(hours=1))
-    _start(store, "a" * 32, NOW)
-    _start(store, "b" * 32, NOW - dt.timedelta(hours=2))
-    for run_id in ("a" * 32, "b" * 32, "c" * 32):
-        _finish(store, run_id, "success", NOW + dt.timedelta(minutes=1))
-
-    assert [run.run_id for run in store.list_runs()] == ["a" * 32, "c" * 32, "b" * 32]
-    assert [run.run_id for run in store.list_runs(limit=2)] == ["a" * 32, "c" * 32]
-
-
 def test_status_filter(store_url, store):
     registry = partita.AssetRegistry()
 
@@ -382,40 +326,6 @@ def test_status_filter(store_url, store):
     assert store.list_runs(status="running") == []
     assert store.list_runs(status="interrupted") == []
     assert store.list_runs(status="cancelled") == []
-
-
-def test_get_run_by_exact_id_and_by_unique_prefix(store):
-    _start(store, "abcd1111" + "0" * 24, NOW)
-    _start(store, "abcd2222" + "0" * 24, NOW + dt.timedelta(seconds=1))
-
-    assert store.get_run("abcd1111" + "0" * 24).run_id == "abcd1111" + "0" * 24
-    assert store.get_run("abcd1").run_id == "abcd1111" + "0" * 24
-    assert store.get_run("abcd2222").run_id == "abcd2222" + "0" * 24
-    assert [task.asset for task in store.get_tasks("abcd2")] == ["one"]
-
-
-def test_an_ambiguous_prefix_is_refused(store):
-    _start(store, "abcd1111" + "0" * 24, NOW)
-    _start(store, "abcd2222" + "0" * 24, NOW)
-
-    with pytest.raises(UnknownRunError, match="several"):
-        store.get_run("abcd")
-    with pytest.raises(UnknownRunError, match="several"):
-        store.get_tasks("abcd")
-
-
-def test_an_unknown_run_id_is_an_unknown_run_error(store):
-    _start(store, "abcd1111" + "0" * 24, NOW)
-
-    for missing in ("ffff0000", "nope", "abc", "abcd1111" + "0" * 23 + "1", "abcd%", "a_cd"):
-        with pytest.raises(UnknownRunError) as caught:
-            store.get_run(missing)
-        assert isinstance(caught.value, ConfigurationError)
-        assert caught.value.exit_code == 2
-        with pytest.raises(UnknownRunError):
-            store.get_tasks(missing)
-    with pytest.raises(UnknownRunError):
-        compare_runs(store, "abcd1111", "ffff0000")
 
 
 def test_a_flow_given_a_store_object_leaves_it_open(store):
@@ -521,80 +431,7 @@ def test_a_retried_attempt_shows_its_failed_invocation_while_it_is_still_running
     assert [(i.number, i.succeeded) for i in final.invocations] == [(1, False), (2, True)]
 
 
-def test_record_progress_upserts_one_row_per_attempt(store):
-    _start(store, "e" * 32, NOW)
-    store.record_progress([AttemptRecord("one", 0, False, "running")], "e" * 32)
-    assert _statuses(store, "e" * 32) == {"one": ["running"]}
-
-    now = time.time()
-    store.record_progress(
-        [AttemptRecord("one", 0, False, "success", started_at=now, finished_at=now + 1, duration=1.0)], "e" * 32
-    )
-    assert _statuses(store, "e" * 32) == {"one": ["success"]}
-    assert store.get_run("e" * 32).counts == {"success": 1}
-
-
 # -- liveness: running versus interrupted --------------------------------------------
-
-
-def test_a_running_run_of_a_dead_process_on_this_host_is_interrupted(store):
-    _start(store, "d" * 32, NOW, pid=_dead_pid())
-    store.record_progress(
-        [
-            AttemptRecord("one", 0, True, "success", started_at=1.0, finished_at=2.0, duration=1.0),
-            AttemptRecord("one", 1, True, "running"),
-        ],
-        "d" * 32,
-    )
-
-    run = store.get_run("d" * 32)
-    assert run.status == "interrupted"
-    assert run.header.finished_at is None
-    assert _statuses(store, "d" * 32) == {"one": ["success", "interrupted"]}
-    assert [r.run_id for r in store.list_runs(status="interrupted")] == ["d" * 32]
-    assert store.list_runs(status="running") == []
-
-
-def test_a_recycled_pid_does_not_keep_a_run_alive(store):
-    _start(store, "d" * 32, NOW, pid=os.getpid(), token="not-this-process")
-
-    assert store.get_run("d" * 32).status == "interrupted"
-
-
-def test_a_running_run_of_this_live_process_stays_running(store):
-    _start(store, "d" * 32, NOW)
-    store.record_progress([AttemptRecord("one", 0, False, "running")], "d" * 32)
-
-    assert store.get_run("d" * 32).status == "running"
-    assert _statuses(store, "d" * 32) == {"one": ["running"]}
-    assert [r.run_id for r in store.list_runs(status="running")] == ["d" * 32]
-
-
-def test_a_run_on_another_host_is_judged_by_its_heartbeat(store):
-    long_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
-    _start(store, "f" * 32, long_ago, host="some-other-host.invalid", pid=1, token="x")
-    assert store.get_run("f" * 32).status == "interrupted"
-
-    store.record_heartbeat("f" * 32, time.time())
-    assert store.get_run("f" * 32).status == "running"
-    assert [r.run_id for r in store.list_runs(status="running")] == ["f" * 32]
-
-    _finish(store, "f" * 32, "success", dt.datetime.now(dt.UTC))
-    assert store.get_run("f" * 32).status == "success"
-
-
-def test_the_counts_of_an_interrupted_run_say_interrupted_not_running(store):
-    _start(store, "d" * 32, NOW, pid=_dead_pid())
-    store.record_progress(
-        [
-            AttemptRecord("one", 0, True, "success", started_at=1.0, finished_at=2.0, duration=1.0),
-            AttemptRecord("one", 1, True, "running"),
-        ],
-        "d" * 32,
-    )
-
-    assert store.get_run("d" * 32).counts == {"success": 1, "interrupted": 1}
-    assert store.list_runs()[0].counts == {"success": 1, "interrupted": 1}
 
 
 # -- privacy: raw partition keys -------------------------------------------------------

@@ -304,21 +304,6 @@ def test_a_retried_progress_batch_after_a_lost_acknowledgement_writes_no_row_twi
     assert _outlet_count(store, run_id) == len(KEYS)
 
 
-def test_a_replayed_progress_batch_writes_only_what_is_missing(store):
-    run_id = "e" * 32
-    plan = _flow(store).plan({"partition_keys": KEYS}).to_dict()
-    store.record_run_started(RunStart(run_id, dt.datetime.now(dt.UTC), plan, False, "h", 1, "t"))
-    records = [AttemptRecord("load", index, True, "success") for index in range(len(KEYS))]
-    outlets = [_outlet("load", key, run_id) for key in KEYS]
-    store.record_progress(records[:1], run_id, new=True, outlets=outlets[:1])
-
-    store.record_progress(records, run_id, new=True, outlets=outlets, replay=True)
-
-    (load,) = [task for task in store.get_tasks(run_id) if task.asset == "load"]
-    assert [attempt.index for attempt in load.attempts] == [0, 1, 2]
-    assert _outlet_count(store, run_id) == len(KEYS)
-
-
 def test_a_periodic_flush_that_failed_does_not_keep_the_run_end_from_being_recorded(store, monkeypatch):
     """The flusher's write fails after committing; the end replays that batch without duplicates."""
     flushed = threading.Event()
