@@ -205,6 +205,11 @@ class TriggerStore(TriggerRequests):
         self, connection: Any, flow: str, ready: dict[str, list[int]], waiting: dict[str, list[int]], now: float
     ) -> None:
         """Set-based: a few statements per chunk of keys, not several per key (a pass may see 10,000 keys)."""
+        self._record_ready(connection, flow, ready, now)
+        self._record_waiting(connection, flow, waiting, now)
+
+    def _record_ready(self, connection: Any, flow: str, ready: dict[str, list[int]], now: float) -> None:
+        """Open a request for each ready key, or add its events to the key's open request."""
         sql = self._database.driver_sql
         requests_table, waiting_table = trigger_requests.name, trigger_waiting.name
         ready_keys = list(ready)
@@ -256,6 +261,11 @@ class TriggerStore(TriggerRequests):
                 connection.exec_driver_sql(
                     sql(f"DELETE FROM {waiting_table} WHERE flow = ? AND partition_key IN ({marks})"), params
                 )
+
+    def _record_waiting(self, connection: Any, flow: str, waiting: dict[str, list[int]], now: float) -> None:
+        """Remember the keys still waiting, with every event they have been waiting with."""
+        sql = self._database.driver_sql
+        waiting_table = trigger_waiting.name
         waiting_keys = list(waiting)
         for start in range(0, len(waiting_keys), _CHUNK):
             chunk = waiting_keys[start : start + _CHUNK]
