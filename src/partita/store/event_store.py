@@ -70,7 +70,8 @@ class SqlEventStore:
                 "emit: dedupe_key was already used for a different event (asset, key, date or extra differ); "
                 "a dedupe key identifies exactly one event"
             )
-        return EmissionReceipt(int(existing_id), utc_datetime(existing_timestamp), duplicate=True)  # type: ignore[arg-type]
+        first_at = utc_datetime(existing_timestamp)
+        return EmissionReceipt(int(existing_id), first_at, duplicate=True)  # type: ignore[arg-type]
 
     def list_events(
         self,

@@ -70,7 +70,9 @@ class EventWriter:
                     cursor.execute("BEGIN IMMEDIATE")
                     try:
                         found = cursor.execute(self._insert_sql, row).fetchone()
-                        existing = None if found is not None else cursor.execute(self._lookup_sql, (dedupe_key,)).fetchone()
+                        existing = (
+                            None if found is not None else cursor.execute(self._lookup_sql, (dedupe_key,)).fetchone()
+                        )
                         cursor.execute("COMMIT")
                     except BaseException:
                         with contextlib.suppress(sqlite3.Error):

@@ -121,4 +121,5 @@ class SqlPartitionRegistry:
             .order_by(partition_history.c.id)
         )
         with self._failures("read the partition history"), self._database.connect() as connection:
-            return [(action, utc_datetime(at), run) for action, at, run in connection.execute(query)]  # type: ignore[misc]
+            rows = connection.execute(query)
+            return [(action, utc_datetime(at), run) for action, at, run in rows]  # type: ignore[misc]

@@ -48,9 +48,8 @@ class SqlRunHistory:
         self._connect = database.connect
         self._host = database.host
         sql = database.driver_sql
-        self._run_start_sql = sql(
-            f"INSERT INTO {runs.name} ({', '.join(RUN_START_COLUMNS)}) VALUES ({', '.join('?' * len(RUN_START_COLUMNS))})"
-        )
+        marks = ", ".join("?" * len(RUN_START_COLUMNS))
+        self._run_start_sql = sql(f"INSERT INTO {runs.name} ({', '.join(RUN_START_COLUMNS)}) VALUES ({marks})")
         self._run_row_sql = sql(f"SELECT owner_token, started_at FROM {runs.name} WHERE run_id = ?")
         self._heartbeat_sql = sql(f"UPDATE {runs.name} SET heartbeat_at = ? WHERE run_id = ?")
         self._run_end_sql = sql(

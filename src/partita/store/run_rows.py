@@ -76,9 +76,7 @@ def _attempt_row(run_id: str, record: AttemptRecord) -> tuple[Any, ...]:
     )
 
 
-def progress_rows(
-    run_id: str, records: Sequence[AttemptRecord]
-) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+def progress_rows(run_id: str, records: Sequence[AttemptRecord]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """Attempt rows (the latest record of each attempt) and the invocation rows they need."""
     latest: dict[tuple[str, int], AttemptRecord] = {}
     for record in records:
@@ -156,7 +154,9 @@ def _invocations_of(
     return ()
 
 
-def _attempt_record(att: Any, run_status: str, by_attempt: dict[tuple[str, int], list[InvocationRecord]]) -> AttemptRecord:
+def _attempt_record(
+    att: Any, run_status: str, by_attempt: dict[tuple[str, int], list[InvocationRecord]]
+) -> AttemptRecord:
     status = att.status
     if status == "running" and run_status == "interrupted":
         status = "interrupted"

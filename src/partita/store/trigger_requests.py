@@ -164,10 +164,9 @@ class TriggerRequests:
             "tries = tries - 1, start_failures = start_failures + 1, not_before = ?, last_error = ? "
             "WHERE id = ? AND status = 'claimed' AND run_id = ? AND claimed_at = ?"
         )
+        params = (not_before, error, request.id, request.run_id, request.claimed_at)
         with self._failures("release a trigger request"), self._database.write() as connection:
-            released = connection.exec_driver_sql(
-                self._database.driver_sql(statement), (not_before, error, request.id, request.run_id, request.claimed_at)
-            ).rowcount == 1
+            released = connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount == 1
             if released:
                 connection.exec_driver_sql(
                     self._database.driver_sql(f"DELETE FROM {trigger_runs.name} WHERE run_id = ?"), (request.run_id,)
