@@ -22,6 +22,7 @@ from partita.store.protocol import PartitionRecord, ProgressBatch, RunEnd, RunSt
 from partita.store.run_history import SqlRunHistory
 from partita.store.upgrade import MIGRATIONS, upgrade_schema
 
+# MIGRATIONS is re-exported: tools and tests name the scripts through this module.
 __all__ = ["MIGRATIONS", "SqlStore"]
 
 
