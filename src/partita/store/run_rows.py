@@ -81,8 +81,8 @@ def progress_rows(run_id: str, records: Sequence[AttemptRecord]) -> tuple[list[t
     latest: dict[tuple[str, int], AttemptRecord] = {}
     for record in records:
         latest[(record.asset, record.index)] = record
-    attempt_rows = []
-    invocation_rows = []
+    attempt_rows: list[tuple[Any, ...]] = []
+    invocation_rows: list[tuple[Any, ...]] = []
     for record in latest.values():
         attempt_rows.append(_attempt_row(run_id, record))
         # One successful invocation is fully described by its attempt row;
