@@ -39,7 +39,7 @@ def test_a_child_forked_during_a_write_transaction_can_write(tmp_path: Path) -> 
     inside, release = threading.Event(), threading.Event()
 
     def hold_a_write_transaction() -> None:
-        with store._write() as connection:  # noqa: SLF001 - the writes every store verb makes
+        with store.database.write() as connection:  # the writes every store verb makes
             connection.exec_driver_sql("SELECT 1")
             inside.set()
             release.wait(10)

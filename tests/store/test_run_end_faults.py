@@ -207,7 +207,7 @@ def test_a_run_start_that_keeps_failing_raises_store_error_before_any_body_runs(
 def test_a_locked_sqlite_store_is_retried_until_the_lock_is_released(tmp_path, monkeypatch):
     """A second connection holds the write lock past the busy timeout; the retry gets through."""
     path = tmp_path / "partita.db"
-    monkeypatch.setattr("partita.store.sql._BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setattr("partita.store.database._BUSY_TIMEOUT_MS", 50)
     store = p.open_store(f"sqlite:///{path}")
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
@@ -238,7 +238,7 @@ class _LostAcknowledgement:
         self._inside = threading.local()
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        write, method = self.store._write, getattr(self.store, self.method)  # noqa: SLF001
+        write, method = self.store.database.write, getattr(self.store, self.method)
 
         @contextlib.contextmanager
         def committed_then_lost() -> Iterator[Any]:
@@ -255,7 +255,7 @@ class _LostAcknowledgement:
             finally:
                 self._inside.active = False
 
-        monkeypatch.setattr(self.store, "_write", committed_then_lost)
+        monkeypatch.setattr(self.store.database, "write", committed_then_lost)
         monkeypatch.setattr(self.store, self.method, watched)
 
 

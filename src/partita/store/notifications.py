@@ -221,4 +221,4 @@ def listen_for_events(store: SqlStore, *, assets: Collection[str] | None = None)
     """A listener for the events committed to ``store``; ``None`` on SQLite, where callers poll."""
     if store.dialect != "postgresql":
         return None
-    return EventListener(store._psycopg_conninfo, assets=assets)  # noqa: SLF001 - the emission connections' conninfo
+    return EventListener(store.database.psycopg_conninfo, assets=assets)

@@ -1,7 +1,9 @@
 """The `Store` protocol: run history in verbs, not SQL (SPEC §6).
 
 The engine's journal writes through these verbs as a run progresses; the CLI
-reads through them. `SqlStore` implements them on SQLite and PostgreSQL.
+reads through them. One protocol per concern (`RunHistory`, `EventStore`,
+`PartitionRegistry`); `Store` is their union. `SqlStore` implements them on
+SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -14,7 +16,17 @@ from typing import Any, Protocol, runtime_checkable
 from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, SourceKind
 from partita.results.record import AttemptRecord, RunHeader, TaskRecord
 
-__all__ = ["PartitionRecord", "ProgressBatch", "RunEnd", "RunStart", "Store", "StoredRun"]
+__all__ = [
+    "EventStore",
+    "PartitionRecord",
+    "PartitionRegistry",
+    "ProgressBatch",
+    "RunEnd",
+    "RunHistory",
+    "RunStart",
+    "Store",
+    "StoredRun",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,13 +115,8 @@ class PartitionRecord:
 
 
 @runtime_checkable
-class Store(Protocol):
-    """Durable run history shared by every process that opens the same URL."""
-
-    @property
-    def url(self) -> str:
-        """The store's location with any password masked."""
-        ...
+class RunHistory(Protocol):
+    """Runs, their attempts and heartbeats: written while a run progresses, read by the CLI."""
 
     def record_run_started(self, run: RunStart) -> None: ...
 
@@ -132,30 +139,7 @@ class Store(Protocol):
         """
         ...
 
-    def record_event(self, draft: EventDraft) -> EmissionReceipt:
-        """Store one event durably, or return the receipt of its dedupe identity's first event."""
-        ...
-
-    def list_events(
-        self,
-        *,
-        asset: str | None = None,
-        partition_key: str | None = None,
-        since: int | None = None,
-        limit: int | None = None,
-        run_id: str | None = None,
-        kinds: Sequence[SourceKind] | None = None,
-    ) -> list[AssetEvent]: ...
-
     def record_heartbeat(self, run_id: str, at: float) -> None: ...
-
-    def record_discovery(self, domain: str, run_id: str, drafts: Sequence[EventDraft]) -> None:
-        """Discovery events plus the partition registry update, in one transaction."""
-        ...
-
-    def list_partitions(self, domain: str) -> list[PartitionRecord]: ...
-
-    def retire_partition(self, domain: str, key: str) -> PartitionRecord: ...
 
     def record_run_finished(self, end: RunEnd, progress: Sequence[ProgressBatch] = ()) -> None:
         """Record the outcome; ``progress`` (the run's last attempts) commits in the same transaction.
@@ -171,5 +155,51 @@ class Store(Protocol):
         ...
 
     def get_tasks(self, run_id: str) -> list[TaskRecord]: ...
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """The asset event log: durable, deduplicated emission and reading back in id order."""
+
+    def record_event(self, draft: EventDraft) -> EmissionReceipt:
+        """Store one event durably, or return the receipt of its dedupe identity's first event."""
+        ...
+
+    def list_events(
+        self,
+        *,
+        asset: str | None = None,
+        partition_key: str | None = None,
+        since: int | None = None,
+        limit: int | None = None,
+        run_id: str | None = None,
+        kinds: Sequence[SourceKind] | None = None,
+    ) -> list[AssetEvent]: ...
+
+
+@runtime_checkable
+class PartitionRegistry(Protocol):
+    """The keys of runtime partition domains, as their producers discovered them."""
+
+    def record_discovery(self, domain: str, run_id: str, drafts: Sequence[EventDraft]) -> None:
+        """Discovery events plus the partition registry update, in one transaction."""
+        ...
+
+    def list_partitions(self, domain: str) -> list[PartitionRecord]: ...
+
+    def retire_partition(self, domain: str, key: str) -> PartitionRecord: ...
+
+
+@runtime_checkable
+class Store(RunHistory, EventStore, PartitionRegistry, Protocol):
+    """Durable run history shared by every process that opens the same URL.
+
+    The union of the three concerns, plus the store's location and its closing.
+    """
+
+    @property
+    def url(self) -> str:
+        """The store's location with any password masked."""
+        ...
 
     def close(self) -> None: ...

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from partita.store.schema import runs, trigger_requests, trigger_runs
+from partita.store.schema import trigger_requests, trigger_runs
 from partita.store.sql import SqlStore
 
 __all__ = ["TriggerLaunch", "TriggerRequest", "TriggerRequests"]
@@ -76,7 +76,10 @@ class TriggerRequests:
 
     def __init__(self, store: SqlStore) -> None:
         self.store = store
-        self._engine = store._engine  # noqa: SLF001 - same database, trigger tables
+        # The same database as the store's, other tables.
+        self._database = store.database
+        self._failures = store.database.failures
+        self._run_history = store.run_history
 
     def requests(
         self,
@@ -101,8 +104,8 @@ class TriggerRequests:
         if limit is not None:
             query += " LIMIT ?"
             params += (limit,)
-        with self.store._failures("read trigger requests"), self._engine.connect() as connection:  # noqa: SLF001
-            return [_request(row) for row in connection.exec_driver_sql(self.store.driver_sql(query), params)]
+        with self._failures("read trigger requests"), self._database.connect() as connection:
+            return [_request(row) for row in connection.exec_driver_sql(self._database.driver_sql(query), params)]
 
     def claim(self, request: TriggerRequest, run_id: str, now: float) -> bool:
         """Take a pending request (or a stale claim) for this daemon; only one claimant wins.
@@ -118,8 +121,8 @@ class TriggerRequests:
             condition, params = "status = 'claimed' AND claimed_at = ?", (now, request.id, request.claimed_at)
             assignments = "status = 'claimed', claimed_at = ?"
         statement = f"UPDATE {trigger_requests.name} SET {assignments} WHERE id = ? AND {condition}"
-        with self.store._failures("claim a trigger request"), self.store._write() as connection:  # noqa: SLF001
-            won = connection.exec_driver_sql(self.store.driver_sql(statement), params).rowcount == 1
+        with self._failures("claim a trigger request"), self._database.write() as connection:
+            won = connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount == 1
             if won and request.status == "pending":
                 self._launched(connection, request, run_id, request.tries + 1, None, now)
             return bool(won)
@@ -130,9 +133,9 @@ class TriggerRequests:
             f"UPDATE {trigger_requests.name} SET run_id = ?, claimed_at = ?, tries = tries + 1 "
             "WHERE id = ? AND status = 'claimed' AND run_id = ?"
         )
-        with self.store._failures("claim a follow-up run"), self.store._write() as connection:  # noqa: SLF001
+        with self._failures("claim a follow-up run"), self._database.write() as connection:
             won = connection.exec_driver_sql(
-                self.store.driver_sql(statement), (run_id, now, request.id, request.run_id)
+                self._database.driver_sql(statement), (run_id, now, request.id, request.run_id)
             ).rowcount == 1
             if won:
                 self._launched(connection, request, run_id, request.tries + 1, request.run_id, now)
@@ -142,7 +145,7 @@ class TriggerRequests:
         self, connection: Any, request: TriggerRequest, run_id: str, attempt: int, follows: str | None, now: float
     ) -> None:
         connection.exec_driver_sql(
-            self.store.driver_sql(
+            self._database.driver_sql(
                 f'INSERT INTO {trigger_runs.name} (run_id, request_id, flow, attempt, follows_run_id, created_at) '
                 "VALUES (?, ?, ?, ?, ?, ?)"
             ),
@@ -161,13 +164,12 @@ class TriggerRequests:
             "tries = tries - 1, start_failures = start_failures + 1, not_before = ?, last_error = ? "
             "WHERE id = ? AND status = 'claimed' AND run_id = ? AND claimed_at = ?"
         )
-        with self.store._failures("release a trigger request"), self.store._write() as connection:  # noqa: SLF001
-            released = connection.exec_driver_sql(
-                self.store.driver_sql(statement), (not_before, error, request.id, request.run_id, request.claimed_at)
-            ).rowcount == 1
+        params = (not_before, error, request.id, request.run_id, request.claimed_at)
+        with self._failures("release a trigger request"), self._database.write() as connection:
+            released = connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount == 1
             if released:
                 connection.exec_driver_sql(
-                    self.store.driver_sql(f"DELETE FROM {trigger_runs.name} WHERE run_id = ?"), (request.run_id,)
+                    self._database.driver_sql(f"DELETE FROM {trigger_runs.name} WHERE run_id = ?"), (request.run_id,)
                 )
             return bool(released)
 
@@ -176,8 +178,8 @@ class TriggerRequests:
             f"UPDATE {trigger_requests.name} SET status = 'finished', finished_at = ?, start_failures = 0, "
             "not_before = NULL WHERE id = ?"
         )
-        with self.store._failures("finish a trigger request"), self.store._write() as connection:  # noqa: SLF001
-            connection.exec_driver_sql(self.store.driver_sql(statement), (now, request_id))
+        with self._failures("finish a trigger request"), self._database.write() as connection:
+            connection.exec_driver_sql(self._database.driver_sql(statement), (now, request_id))
 
     def abandon(self, request: TriggerRequest, error: str, now: float) -> bool:
         """End a claimed request that will not run: its start was refused for good, or its tries are used up."""
@@ -186,21 +188,16 @@ class TriggerRequests:
             "WHERE id = ? AND status = 'claimed' AND run_id = ?"
         )
         params = (now, error, request.id, request.run_id)
-        with self.store._failures("abandon a trigger request"), self.store._write() as connection:  # noqa: SLF001
-            return bool(connection.exec_driver_sql(self.store.driver_sql(statement), params).rowcount == 1)
+        with self._failures("abandon a trigger request"), self._database.write() as connection:
+            return bool(connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount == 1)
 
     def run_status(self, run_id: str) -> str | None:
         """The run's status as history shows it (``interrupted`` once its owner is gone), or None before it started."""
-        query = select(
-            runs.c.status, runs.c.owner_host, runs.c.owner_pid, runs.c.owner_token, runs.c.heartbeat_at
-        ).where(runs.c.run_id == run_id)
-        with self.store._failures("read runs"), self._engine.connect() as connection:  # noqa: SLF001
-            row = connection.execute(query).first()
-        return None if row is None else self.store._status(row)  # noqa: SLF001
+        return self._run_history.run_status(run_id)
 
     def launch(self, run_id: str) -> TriggerLaunch | None:
         """How a consumer run was launched (None for a run no trigger started)."""
-        with self.store._failures("read the run's launch"), self._engine.connect() as connection:  # noqa: SLF001
+        with self._failures("read the run's launch"), self._database.connect() as connection:
             row = connection.execute(select(trigger_runs).where(trigger_runs.c.run_id == run_id)).first()
         if row is None:
             return None

@@ -63,7 +63,7 @@ class TriggerStore(TriggerRequests):
 
     def cursor(self, flow: str) -> tuple[EventPosition, float | None]:
         """The position of the last event the flow consumed, and its last schedule tick."""
-        with self.store._failures("read the trigger cursor"), self._engine.connect() as connection:  # noqa: SLF001
+        with self._failures("read the trigger cursor"), self._database.connect() as connection:
             row = connection.execute(select(trigger_cursors).where(trigger_cursors.c.flow == flow)).first()
         if row is None:
             return EventPosition(), None
@@ -71,14 +71,14 @@ class TriggerStore(TriggerRequests):
 
     def knows_flow(self, flow: str) -> bool:
         """Whether the store holds trigger state of ``flow``: it was paused, evaluated or started a run."""
-        with self.store._failures("read the flow state"), self._engine.connect() as connection:  # noqa: SLF001
+        with self._failures("read the flow state"), self._database.connect() as connection:
             for column in (flow_state.c.flow, trigger_cursors.c.flow, trigger_requests.c.flow):
                 if connection.execute(select(column).where(column == flow).limit(1)).first() is not None:
                     return True
         return False
 
     def is_paused(self, flow: str) -> bool:
-        with self.store._failures("read the flow state"), self._engine.connect() as connection:  # noqa: SLF001
+        with self._failures("read the flow state"), self._database.connect() as connection:
             row = connection.execute(select(flow_state.c.paused).where(flow_state.c.flow == flow)).first()
         return bool(row and row[0])
 
@@ -87,8 +87,8 @@ class TriggerStore(TriggerRequests):
             f"INSERT INTO {flow_state.name} (flow, paused, changed_at) VALUES (?, ?, ?) "
             "ON CONFLICT (flow) DO UPDATE SET paused = excluded.paused, changed_at = excluded.changed_at"
         )
-        with self.store._failures("change the flow state"), self.store._write() as connection:  # noqa: SLF001
-            connection.exec_driver_sql(self.store.driver_sql(statement), (flow, paused, now))
+        with self._failures("change the flow state"), self._database.write() as connection:
+            connection.exec_driver_sql(self._database.driver_sql(statement), (flow, paused, now))
 
     # -- events ----------------------------------------------------------------
 
@@ -107,8 +107,8 @@ class TriggerStore(TriggerRequests):
         every older transaction has ended, a long one included.
         """
         names = list(assets)
-        with self.store._failures("read new events"), self._engine.connect() as connection:  # noqa: SLF001
-            if self.store.dialect != "postgresql":
+        with self._failures("read new events"), self._database.connect() as connection:
+            if self._database.dialect != "postgresql":
                 query = (
                     select(events.c.id, events.c.asset, events.c.partition_key)
                     .where(events.c.asset.in_(names), events.c.id > after.event_id)
@@ -129,10 +129,10 @@ class TriggerStore(TriggerRequests):
         """Which of ``keys`` have at least one event of ``asset``."""
         wanted = list(dict.fromkeys(keys))
         present: set[str] = set()
-        with self.store._failures("read event keys"), self._engine.connect() as connection:  # noqa: SLF001
+        with self._failures("read event keys"), self._database.connect() as connection:
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start : start + _CHUNK]
-                query = self.store.driver_sql(
+                query = self._database.driver_sql(
                     f"SELECT DISTINCT partition_key FROM {events.name} "
                     f"WHERE asset = ? AND partition_key IN ({', '.join('?' * len(chunk))})"
                 )
@@ -140,7 +140,7 @@ class TriggerStore(TriggerRequests):
         return present
 
     def has_event(self, asset: str) -> bool:
-        with self.store._failures("read events"), self._engine.connect() as connection:  # noqa: SLF001
+        with self._failures("read events"), self._database.connect() as connection:
             return connection.execute(select(events.c.id).where(events.c.asset == asset).limit(1)).first() is not None
 
     # -- one evaluation pass ----------------------------------------------------
@@ -161,12 +161,12 @@ class TriggerStore(TriggerRequests):
         the pass read: another daemon evaluated these events first.
         """
         try:
-            with self.store._failures("record the trigger pass"), self.store._write() as connection:  # noqa: SLF001
+            with self._failures("record the trigger pass"), self._database.write() as connection:
                 if not self._cursor_unchanged(connection, flow, expected_cursor):
                     return False
                 self._record(connection, flow, ready, waiting, now)
                 connection.exec_driver_sql(  # the row exists: _cursor_unchanged created it
-                    self.store.driver_sql(
+                    self._database.driver_sql(
                         f"UPDATE {trigger_cursors.name} SET last_event_txid = ?, last_event_id = ?, last_tick = ? "
                         "WHERE flow = ?"
                     ),
@@ -187,7 +187,7 @@ class TriggerStore(TriggerRequests):
         transaction and then sees its cursor.
         """
         connection.exec_driver_sql(
-            self.store.driver_sql(
+            self._database.driver_sql(
                 f"INSERT INTO {trigger_cursors.name} (flow, last_event_id, last_tick) VALUES (?, 0, NULL) "
                 "ON CONFLICT (flow) DO NOTHING"
             ),
@@ -196,7 +196,7 @@ class TriggerStore(TriggerRequests):
         query = select(trigger_cursors.c.last_event_txid, trigger_cursors.c.last_event_id).where(
             trigger_cursors.c.flow == flow
         )
-        if self.store.dialect == "postgresql":
+        if self._database.dialect == "postgresql":
             query = query.with_for_update()
         row = connection.execute(query).first()
         return row is not None and EventPosition(int(row[0]), int(row[1])) == expected
@@ -205,7 +205,12 @@ class TriggerStore(TriggerRequests):
         self, connection: Any, flow: str, ready: dict[str, list[int]], waiting: dict[str, list[int]], now: float
     ) -> None:
         """Set-based: a few statements per chunk of keys, not several per key (a pass may see 10,000 keys)."""
-        sql = self.store.driver_sql
+        self._record_ready(connection, flow, ready, now)
+        self._record_waiting(connection, flow, waiting, now)
+
+    def _record_ready(self, connection: Any, flow: str, ready: dict[str, list[int]], now: float) -> None:
+        """Open a request for each ready key, or add its events to the key's open request."""
+        sql = self._database.driver_sql
         requests_table, waiting_table = trigger_requests.name, trigger_waiting.name
         ready_keys = list(ready)
         for start in range(0, len(ready_keys), _CHUNK):
@@ -256,6 +261,11 @@ class TriggerStore(TriggerRequests):
                 connection.exec_driver_sql(
                     sql(f"DELETE FROM {waiting_table} WHERE flow = ? AND partition_key IN ({marks})"), params
                 )
+
+    def _record_waiting(self, connection: Any, flow: str, waiting: dict[str, list[int]], now: float) -> None:
+        """Remember the keys still waiting, with every event they have been waiting with."""
+        sql = self._database.driver_sql
+        waiting_table = trigger_waiting.name
         waiting_keys = list(waiting)
         for start in range(0, len(waiting_keys), _CHUNK):
             chunk = waiting_keys[start : start + _CHUNK]
@@ -284,13 +294,13 @@ class TriggerStore(TriggerRequests):
         )
         return {
             row[0]: json.loads(row[1])
-            for row in connection.exec_driver_sql(self.store.driver_sql(query), (flow, *keys))
+            for row in connection.exec_driver_sql(self._database.driver_sql(query), (flow, *keys))
         }
 
     def record_schedule(self, flow: str, keys: Sequence[str], last_tick: float, now: float) -> None:
         """One request per elapsed schedule key (generation 0: a key is scheduled once)."""
-        sql = self.store.driver_sql
-        with self.store._failures("record schedule keys"), self.store._write() as connection:  # noqa: SLF001
+        sql = self._database.driver_sql
+        with self._failures("record schedule keys"), self._database.write() as connection:
             if keys:
                 # The unique (flow, key, generation) constraint skips keys already requested.
                 connection.exec_driver_sql(
@@ -313,7 +323,7 @@ class TriggerStore(TriggerRequests):
     # -- requests ----------------------------------------------------------------
     def waiting(self, flow: str) -> list[WaitingKey]:
         query = select(trigger_waiting).where(trigger_waiting.c.flow == flow).order_by(trigger_waiting.c.first_seen)
-        with self.store._failures("read waiting keys"), self._engine.connect() as connection:  # noqa: SLF001
+        with self._failures("read waiting keys"), self._database.connect() as connection:
             return [
                 WaitingKey(row.flow, row.partition_key, row.first_seen, tuple(json.loads(row.event_ids)))
                 for row in connection.execute(query)
@@ -322,7 +332,7 @@ class TriggerStore(TriggerRequests):
     # -- daemons -----------------------------------------------------------------
 
     def daemon_started(self, daemon_id: str, host: str, pid: int, now: float) -> None:
-        with self.store._failures("register the daemon"), self.store._write() as connection:  # noqa: SLF001
+        with self._failures("register the daemon"), self._database.write() as connection:
             connection.execute(
                 insert(daemons).values(daemon_id=daemon_id, host=host, pid=pid, started_at=now, heartbeat_at=now)
             )
@@ -331,5 +341,5 @@ class TriggerStore(TriggerRequests):
         values: dict[str, Any] = {"heartbeat_at": now}
         if stopped:
             values["stopped_at"] = now
-        with self.store._failures("record the daemon heartbeat"), self.store._write() as connection:  # noqa: SLF001
+        with self._failures("record the daemon heartbeat"), self._database.write() as connection:
             connection.execute(update(daemons).where(daemons.c.daemon_id == daemon_id).values(**values))

@@ -1,0 +1,276 @@
+"""`Database`: the SQL database behind a store URL, shared by every store of one `SqlStore`.
+
+Engine set-up (SQLite file, memory or read-only; PostgreSQL), write
+transactions, error translation and the bulk-write helpers live here once, so
+the run history, the event log, the partition registry and the trigger state
+each speak SQL about their own tables and nothing else.
+
+SQLite runs in WAL mode with a busy timeout: readers (``partita runs list``)
+never block a writing flow, and two flows writing one file wait for each
+other instead of failing. Writers take the write lock up front (``BEGIN
+IMMEDIATE``) so a transaction never has to upgrade its lock midway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import Boolean, Connection, Engine, Float, Integer, create_engine, event
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import StaticPool
+
+from partita.errors import ConfigurationError, StoreError
+from partita.store.fork_gate import sqlite_write
+from partita.store.location import (
+    SqliteAccess,
+    StoreBackend,
+    StoreLocation,
+    parse_store_url,
+    sqlite_access,
+    sqlite_connector,
+)
+
+__all__ = ["Database", "configure_sqlite", "describe_failure", "upsert_sql"]
+
+_BUSY_TIMEOUT_MS = 30_000
+_PG_ARRAY_TYPES = {Float: "float8[]", Integer: "int8[]", Boolean: "bool[]"}
+
+
+def upsert_sql(table: Any, keys: tuple[str, ...], only: set[str] | None = None, *, unnest: bool) -> str:
+    """Driver SQL upserting rows of ``table``; ``only`` limits the columns a conflict updates.
+
+    ``unnest`` (PostgreSQL): one statement per batch, each column one array.
+    Otherwise one row per execution with ``?`` placeholders (SQLite's ``executemany``).
+    """
+    names = [column.name for column in table.columns]
+    if unnest:
+        arrays = ", ".join(f"%s::{_PG_ARRAY_TYPES.get(type(column.type), 'text[]')}" for column in table.columns)
+        rows = f"SELECT * FROM unnest({arrays})"
+    else:
+        rows = f"VALUES ({', '.join('?' * len(names))})"
+    updates = ", ".join(
+        f"{name} = excluded.{name}" for name in names if name not in keys and (only is None or name in only)
+    )
+    return (
+        f"INSERT INTO {table.name} ({', '.join(names)}) {rows} ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
+    )
+
+
+def configure_sqlite(connection: Any) -> None:
+    """WAL with a busy timeout: readers never block a writer, writers wait for each other.
+
+    ``synchronous=NORMAL`` in WAL mode: a committed transaction survives a
+    crash of the process; the last transactions may be lost on power loss.
+    """
+    connection.isolation_level = None  # partita issues BEGIN itself
+    cursor = connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+    with contextlib.suppress(sqlite3.OperationalError):  # read-only files keep their mode
+        cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.execute("PRAGMA synchronous = NORMAL")
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.close()
+
+
+def describe_failure(exc: BaseException) -> str:
+    """The first line of a driver error, or what it means for the store when partita knows."""
+    original = getattr(exc, "orig", None) or exc
+    text = str(original).strip().splitlines()[0] if str(original).strip() else type(original).__name__
+    if "file is not a database" in text or "malformed" in text:
+        return "the file is not a SQLite database or is corrupt; nothing was written to it"
+    if "readonly" in text or "read-only" in text:
+        return "the store is read-only; nothing can be written to it"
+    return text
+
+
+def _sqlite_engine(location: StoreLocation, access: SqliteAccess) -> Engine:
+    if location.path is None:
+        engine = create_engine("sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False})
+    else:
+        timeout = _BUSY_TIMEOUT_MS / 1000
+        connector = sqlite_connector(location.path, access, timeout)
+        file_url = location.url.set(drivername="sqlite", query={})
+        if connector is None:
+            engine = create_engine(file_url, connect_args={"timeout": timeout, "check_same_thread": False})
+        else:
+            engine = create_engine(file_url, creator=connector)
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _: Any) -> None:
+        configure_sqlite(dbapi_connection)
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        writing = connection.get_execution_options().get("partita_write", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
+
+    return engine
+
+
+def _postgresql_engine(url: URL) -> Engine:
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise ConfigurationError(
+            "a postgresql:// store needs psycopg; install it with: pip install 'partita[postgres]'"
+        ) from None
+    return create_engine(
+        url.set(drivername="postgresql+psycopg"),
+        pool_pre_ping=True,
+        pool_size=2,
+        connect_args={"connect_timeout": 10},
+    )
+
+
+class Database:
+    """The database a store URL names: its engine, write transactions and SQL helpers.
+
+    ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``,
+    ``sqlite://`` (in memory, this process only) or
+    ``postgresql://user:password@host:port/database``. Opening it neither
+    checks nor upgrades the schema (`partita.store.upgrade` does).
+    """
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        location = parse_store_url(url)
+        parsed = location.url
+        #: Whether opening it created the SQLite file.
+        self.created = False
+        #: How a SQLite file was opened (a PostgreSQL database is always read-write).
+        self.access = SqliteAccess.READ_WRITE
+        #: The SQLite file's path, for raw connections (None in memory and on PostgreSQL).
+        self.sqlite_path: str | None = None
+        if location.backend is StoreBackend.SQLITE:
+            if location.path is not None:
+                self.access, self.created = sqlite_access(location, create=create)
+                self.sqlite_path = str(location.path)
+            self.engine = _sqlite_engine(location, self.access)
+        else:
+            self.engine = _postgresql_engine(parsed)
+        self._url = location.display
+        self._connect_url = url
+        #: libpq connection string of a PostgreSQL database, credentials included (raw connections).
+        self.psycopg_conninfo = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        #: The DBAPI driver's errors: raw connections raise these unwrapped.
+        self.driver_errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+        if location.backend is StoreBackend.POSTGRESQL:
+            import psycopg
+
+            self.driver_errors = (psycopg.Error,)
+        self._dialect = location.backend.value
+        self._host = socket.gethostname()
+
+    @property
+    def url(self) -> str:
+        """The store's location with any password masked."""
+        return self._url
+
+    @property
+    def connect_url(self) -> str:
+        """The URL as given, credentials included: for worker processes, never for display."""
+        return self._connect_url
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self._dialect
+
+    @property
+    def host(self) -> str:
+        """This machine's host name, as run rows name their owner's."""
+        return self._host
+
+    @contextlib.contextmanager
+    def failures(self, action: str) -> Iterator[None]:
+        """Database and driver errors inside become `StoreError` naming the store and ``action``."""
+        try:
+            yield
+        except SQLAlchemyError as exc:
+            raise StoreError(f"store {self._url}: cannot {action}: {describe_failure(exc)}") from exc
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"store {self._url}: cannot {action}: {describe_failure(exc)}") from exc
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A connection in a write transaction (SQLite: holding the write lock and the fork gate)."""
+        gate = sqlite_write() if self._dialect == "sqlite" else contextlib.nullcontext()
+        with gate, self.engine.connect() as connection:
+            connection.execution_options(partita_write=True)
+            with connection.begin():
+                yield connection
+
+    def connect(self) -> Connection:
+        """A pooled connection for reading (use it as a context manager)."""
+        return self.engine.connect()
+
+    def driver_sql(self, statement: str) -> str:
+        """``statement`` (written with ``?`` placeholders) in this backend's placeholder style.
+
+        Hot paths (a consumer run's start and end, claims) execute driver
+        SQL: building and compiling a SQLAlchemy statement per call costs
+        several times what SQLite takes to run it.
+        """
+        return statement if self._dialect == "sqlite" else statement.replace("?", "%s")
+
+    def upsert_sql(self, table: Any, keys: tuple[str, ...], only: set[str] | None = None) -> str:
+        """`upsert_sql` for this backend: prepare it once, run it with `upsert`."""
+        return upsert_sql(table, keys, only, unnest=self._dialect == "postgresql")
+
+    def insert(self, connection: Connection, table: Any, rows: list[tuple[Any, ...]], skip: int = 0) -> None:
+        """Rows that were never written: the backend's fastest bulk insert (PostgreSQL: ``COPY``).
+
+        ``skip`` leaves out leading columns the database fills (an id).
+        """
+        columns = list(table.columns)[skip:]
+        names = ", ".join(column.name for column in columns)
+        if self._dialect == "postgresql":
+            driver = connection.connection.driver_connection
+            assert driver is not None
+            with driver.cursor() as cursor, cursor.copy(f"COPY {table.name} ({names}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            marks = ", ".join("?" * len(columns))
+            connection.exec_driver_sql(f"INSERT INTO {table.name} ({names}) VALUES ({marks})", rows)
+
+    def upsert(self, connection: Connection, statement: str, rows: list[tuple[Any, ...]]) -> None:
+        """Run a statement from `upsert_sql` over plain tuples."""
+        if self._dialect == "postgresql":
+            # One statement per batch: each column travels as one array.
+            connection.exec_driver_sql(statement, tuple(list(column) for column in zip(*rows, strict=True)))
+        else:
+            connection.exec_driver_sql(statement, rows)
+
+    def driver_connection(self) -> Any:
+        """A new DBAPI connection outside the pool (SQLite in memory: the engine's one connection).
+
+        Configured like the engine's own; the caller closes it.
+        """
+        if self._dialect == "sqlite":
+            connection = (
+                sqlite3.connect(
+                    self.sqlite_path,
+                    timeout=_BUSY_TIMEOUT_MS / 1000,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                if self.sqlite_path
+                else self.engine.raw_connection().driver_connection
+            )
+            configure_sqlite(connection)
+            return connection
+        import psycopg
+
+        return psycopg.connect(self.psycopg_conninfo, connect_timeout=10)
+
+    def dispose(self) -> None:
+        """Close the pool's connections."""
+        self.engine.dispose()
+
+    def __repr__(self) -> str:
+        return f"Database({self._url!r})"

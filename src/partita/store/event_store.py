@@ -1,0 +1,123 @@
+"""`SqlEventStore`: the asset event log, durable emission with dedupe, and reading it back.
+
+Emission goes through `EventWriter` (one DBAPI connection per thread);
+reading goes through the engine's pool. A dedupe identity turns a retry of a
+lost acknowledgement into the first event's receipt instead of a second event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select
+
+from partita.errors import EmissionError, StoreError
+from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, SourceKind
+from partita.store.database import Database, describe_failure
+from partita.store.event_writer import EventWriter
+from partita.store.retries import is_transient, retry_transient
+from partita.store.rows import event_of, event_row, utc_datetime
+from partita.store.schema import events
+
+__all__ = ["SqlEventStore"]
+
+_ID_CHUNK = 500
+
+
+def _never_transient(_: BaseException) -> bool:
+    return False
+
+
+class SqlEventStore:
+    """The `EventStore` of a `Database`."""
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._url = database.url
+        self._failures = database.failures
+        self._writer = EventWriter(database)
+        self._insert = self._writer.insert
+        self._driver_errors = database.driver_errors
+        # SQLite already waited out its busy timeout; a lost PostgreSQL
+        # connection is retried, and the dedupe identity makes that safe.
+        self._transient = _never_transient if database.dialect == "sqlite" else is_transient
+
+    def record_event(self, draft: EventDraft) -> EmissionReceipt:
+        """Insert the event unless its dedupe identity exists; durable when this returns.
+
+        A lost acknowledgement is retried: the dedupe identity turns the retry
+        into the first event's receipt instead of a second event.
+        """
+        row = event_row(draft)
+
+        def insert(_: int) -> tuple[Any, Any]:
+            try:
+                return self._insert(row, draft.dedupe_key)
+            except self._driver_errors:
+                self._writer.drop()  # the next try reconnects
+                raise
+
+        try:
+            inserted, existing = retry_transient(insert, transient=self._transient)
+        except self._driver_errors as exc:
+            raise StoreError(f"store {self._url}: cannot record the event: {describe_failure(exc)}") from exc
+        if inserted is not None:
+            return EmissionReceipt(int(inserted), draft.timestamp)  # type: ignore[arg-type]
+        existing_id, existing_timestamp, existing_hash = existing
+        if existing_hash != draft.payload_hash:
+            raise EmissionError(
+                "emit: dedupe_key was already used for a different event (asset, key, date or extra differ); "
+                "a dedupe key identifies exactly one event"
+            )
+        first_at = utc_datetime(existing_timestamp)
+        return EmissionReceipt(int(existing_id), first_at, duplicate=True)  # type: ignore[arg-type]
+
+    def list_events(
+        self,
+        *,
+        asset: str | None = None,
+        partition_key: str | None = None,
+        since: int | None = None,
+        limit: int | None = None,
+        run_id: str | None = None,
+        kinds: Sequence[SourceKind] | None = None,
+    ) -> list[AssetEvent]:
+        """Events in id order, filtered; ``since`` excludes ids up to and including it."""
+        query = select(events).order_by(events.c.id)
+        if asset is not None:
+            query = query.where(events.c.asset == asset)
+        if partition_key is not None:
+            query = query.where(events.c.partition_key == partition_key)
+        if since is not None:
+            query = query.where(events.c.id > since)
+        if run_id is not None:
+            query = query.where(events.c.source_run_id == run_id)
+        if kinds is not None:
+            query = query.where(events.c.source_kind.in_([kind.value for kind in kinds]))
+        if limit is not None:
+            query = query.limit(limit)
+
+        def read(_: int) -> list[AssetEvent]:
+            with self._database.connect() as connection:
+                return [event_of(row) for row in connection.execute(query)]
+
+        with self._failures("list events"):
+            return retry_transient(read)
+
+    def list_events_by_ids(self, ids: Sequence[int]) -> list[AssetEvent]:
+        """These events, in id order (unknown ids are skipped)."""
+        found: list[AssetEvent] = []
+        wanted = sorted(set(ids))
+        with self._failures("read events"), self._database.connect() as connection:
+            for start in range(0, len(wanted), _ID_CHUNK):
+                chunk = wanted[start : start + _ID_CHUNK]
+                query = f"SELECT * FROM {events.name} WHERE id IN ({', '.join('?' * len(chunk))}) ORDER BY id"
+                found.extend(
+                    event_of(row) for row in connection.exec_driver_sql(self._database.driver_sql(query), tuple(chunk))
+                )
+        return found
+
+    def close(self) -> None:
+        """Close the emission connections (the database's pool is its owner's to dispose)."""
+        self._writer.close()

@@ -1,0 +1,262 @@
+"""`SqlRunHistory`: runs, their attempts and invocations, heartbeats, and reading them back.
+
+The run journal writes through it while a run progresses and the CLI reads
+through it. A run left ``running`` by an owner that is gone reads back as
+``interrupted``: the status is derived from the owner's liveness, not stored.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from partita.errors import UnknownRunError
+from partita.events.model import EventDraft, SourceKind
+from partita.results.record import AttemptRecord, TaskRecord
+from partita.store.database import Database
+from partita.store.liveness import owner_is_alive
+from partita.store.protocol import ProgressBatch, RunEnd, RunStart, StoredRun
+from partita.store.retries import retry_transient
+from partita.store.rows import event_row
+from partita.store.run_rows import (
+    RUN_START_COLUMNS,
+    progress_rows,
+    replayed,
+    run_start_row,
+    stored_run,
+    task_records,
+)
+from partita.store.schema import attempts, events, invocations, runs
+
+__all__ = ["SqlRunHistory"]
+
+_STALE_HEARTBEAT_SECONDS = 60.0
+
+
+class SqlRunHistory:
+    """The `RunHistory` of a `Database`: one transaction per verb, transient failures retried."""
+
+    def __init__(self, database: Database) -> None:
+        # Write transactions are taken through ``self._database.write`` at each
+        # call (not bound here): a fault test replaces the database's ``write``.
+        self._database = database
+        self._failures = database.failures
+        self._connect = database.connect
+        self._host = database.host
+        sql = database.driver_sql
+        marks = ", ".join("?" * len(RUN_START_COLUMNS))
+        self._run_start_sql = sql(f"INSERT INTO {runs.name} ({', '.join(RUN_START_COLUMNS)}) VALUES ({marks})")
+        self._run_row_sql = sql(f"SELECT owner_token, started_at FROM {runs.name} WHERE run_id = ?")
+        self._heartbeat_sql = sql(f"UPDATE {runs.name} SET heartbeat_at = ? WHERE run_id = ?")
+        self._run_end_sql = sql(
+            f"UPDATE {runs.name} SET status = ?, finished_at = ?, heartbeat_at = ?, summary = ? WHERE run_id = ?"
+        )
+        # Upserts as driver SQL: rows go to ``executemany`` as plain tuples;
+        # skipping per-row parameter processing halves the writer's cost.
+        self._upsert_attempts = database.upsert_sql(attempts, ("run_id", "asset", "idx"))
+        self._upsert_invocations = database.upsert_sql(invocations, ("run_id", "asset", "idx", "number"))
+
+    # -- writing -----------------------------------------------------------------
+
+    def record_run_started(self, run: RunStart) -> None:
+        """Insert the run's row; a transient failure is retried, and a retry never inserts it twice.
+
+        Raises StoreError when the row cannot be written (the run must not start).
+        """
+        values = run_start_row(run)
+        started = values[2]
+
+        def insert(number: int) -> None:
+            with self._database.write() as connection:
+                if number and self._run_row_is(connection, run.run_id, run.owner_token, started):
+                    return  # an earlier try committed; only its acknowledgement was lost
+                connection.exec_driver_sql(self._run_start_sql, values)
+
+        with self._failures("record the run's start"):
+            retry_transient(insert)
+
+    def _run_row_is(self, connection: Connection, run_id: str, owner_token: str, started: float) -> bool:
+        """Whether this run's row exists as this owner wrote it (not another run with the same id)."""
+        row = connection.exec_driver_sql(self._run_row_sql, (run_id,)).first()
+        return row is not None and row[0] == owner_token and row[1] == started
+
+    def record_progress(
+        self,
+        records: Sequence[AttemptRecord],
+        run_id: str,
+        *,
+        new: bool = False,
+        outlets: Sequence[EventDraft] = (),
+        replay: bool = False,
+    ) -> None:
+        """Write attempts (running or terminal), their invocations and outlet events, in one transaction."""
+        if not records:
+            return
+        batch = ProgressBatch(records, new, outlets, replay)
+
+        def write(number: int) -> None:
+            with self._database.write() as connection:
+                self._write_progress(connection, run_id, replayed(batch) if number else batch)
+
+        with self._failures("record attempts"):
+            retry_transient(write)
+
+    def _write_progress(self, connection: Connection, run_id: str, batch: ProgressBatch) -> None:
+        """Attempt, invocation and outlet rows of one batch.
+
+        A replay (a retry, or a batch whose earlier write had an unknown
+        outcome) writes idempotently: attempts and invocations are upserted
+        and outlet events already stored for their attempt are left out.
+        """
+        replay = batch.replay
+        attempt_rows, invocation_rows = progress_rows(run_id, batch.attempts)
+        if not attempt_rows:
+            return
+        database = self._database
+        if batch.new and not replay:
+            database.insert(connection, attempts, attempt_rows)
+            if invocation_rows:
+                database.insert(connection, invocations, invocation_rows)
+        else:
+            database.upsert(connection, self._upsert_attempts, attempt_rows)
+            if invocation_rows:
+                database.upsert(connection, self._upsert_invocations, invocation_rows)
+        outlets = batch.outlets
+        if outlets and replay:
+            outlets = self._unstored_outlets(connection, run_id, outlets)
+        if outlets:
+            # Outlet events commit in the same transaction as the successes they announce.
+            database.insert(connection, events, [event_row(draft) for draft in outlets], skip=1)
+
+    def _unstored_outlets(self, connection: Connection, run_id: str, outlets: Sequence[EventDraft]) -> list[EventDraft]:
+        """The outlet events not yet stored: a run announces each (asset, key) success once."""
+        stored: set[tuple[str, str | None]] = set()
+        names = sorted({draft.asset for draft in outlets})
+        query = (
+            f"SELECT asset, partition_key FROM {events.name} WHERE source_run_id = ? AND source_kind = ? "
+            f"AND asset IN ({', '.join('?' * len(names))})"
+        )
+        for asset, key in connection.exec_driver_sql(
+            self._database.driver_sql(query), (run_id, SourceKind.OUTLET.value, *names)
+        ):
+            stored.add((asset, key))
+        return [draft for draft in outlets if (draft.asset, draft.partition_key) not in stored]
+
+    def record_heartbeat(self, run_id: str, at: float) -> None:
+        """Tell other hosts the run's owner is alive at ``at``."""
+
+        def write(_: int) -> None:
+            with self._database.write() as connection:
+                connection.exec_driver_sql(self._heartbeat_sql, (at, run_id))
+
+        with self._failures("record a heartbeat"):
+            retry_transient(write)
+
+    def record_run_finished(self, end: RunEnd, progress: Sequence[ProgressBatch] = ()) -> None:
+        """The last attempts and the outcome: one transaction, one fsync; retried when transient."""
+        finished = end.finished_at.timestamp()
+        values = (end.status, finished, finished, json.dumps(end.summary), end.run_id)
+
+        def write(number: int) -> None:
+            with self._database.write() as connection:
+                for batch in progress:
+                    self._write_progress(connection, end.run_id, replayed(batch) if number else batch)
+                connection.exec_driver_sql(self._run_end_sql, values)
+
+        with self._failures("record the run's end"):
+            retry_transient(write)
+
+    # -- reading -----------------------------------------------------------------
+
+    def status(self, row: Any) -> str:
+        """A runs row's status as history shows it: ``running`` becomes ``interrupted`` once its owner is gone.
+
+        ``row`` needs ``status``, ``owner_host``, ``owner_pid``, ``owner_token`` and ``heartbeat_at``.
+        """
+        if row.status != "running":
+            return str(row.status)
+        if row.owner_host == self._host:
+            alive = owner_is_alive(row.owner_pid, row.owner_token)
+        else:
+            alive = dt.datetime.now(dt.UTC).timestamp() - row.heartbeat_at < _STALE_HEARTBEAT_SECONDS
+        return "running" if alive else "interrupted"
+
+    def run_status(self, run_id: str) -> str | None:
+        """The run's status as history shows it (``interrupted`` once its owner is gone), or None before it started."""
+        query = select(
+            runs.c.status, runs.c.owner_host, runs.c.owner_pid, runs.c.owner_token, runs.c.heartbeat_at
+        ).where(runs.c.run_id == run_id)
+        with self._failures("read runs"), self._connect() as connection:
+            row = connection.execute(query).first()
+        return None if row is None else self.status(row)
+
+    def _counts(self, connection: Connection, run_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {run_id: {} for run_id in run_ids}
+        if not run_ids:
+            return counts
+        query = (
+            select(attempts.c.run_id, attempts.c.status, func.count())
+            .where(attempts.c.run_id.in_(run_ids))
+            .group_by(attempts.c.run_id, attempts.c.status)
+        )
+        for run_id, status, count in connection.execute(query):
+            counts[run_id][status] = count
+        return counts
+
+    def list_runs(self, *, limit: int = 20, status: str | None = None) -> list[StoredRun]:
+        """The latest runs first, at most ``limit``, of one status if given."""
+        query = select(runs).order_by(runs.c.started_at.desc())
+        if status in ("running", "interrupted"):
+            query = query.where(runs.c.status == "running")
+        elif status is not None:
+            query = query.where(runs.c.status == status).limit(limit)
+        else:
+            query = query.limit(limit)
+        with self._failures("list runs"), self._connect() as connection:
+            rows = list(connection.execute(query))
+            if status in ("running", "interrupted"):
+                rows = [row for row in rows if self.status(row) == status][:limit]
+            counts = self._counts(connection, [row.run_id for row in rows])
+        return [stored_run(row, self.status(row), counts[row.run_id]) for row in rows]
+
+    def _find(self, connection: Connection, run_id: str) -> Any:
+        row = connection.execute(select(runs).where(runs.c.run_id == run_id)).first()
+        if row is not None:
+            return row
+        if len(run_id) >= 4 and run_id.isalnum():
+            matches = list(connection.execute(select(runs).where(runs.c.run_id.like(f"{run_id}%")).limit(2)))
+            if len(matches) == 1:
+                return matches[0]
+            if len(matches) > 1:
+                raise UnknownRunError(f"run id prefix {run_id!r} matches several runs; give more characters")
+        raise UnknownRunError(f"no run with id {run_id!r} in store {self._database.url}")
+
+    def get_run(self, run_id: str) -> StoredRun:
+        """The run with this id (or unique id prefix); `UnknownRunError` otherwise."""
+        with self._failures("read the run"), self._connect() as connection:
+            row = self._find(connection, run_id)
+            counts = self._counts(connection, [row.run_id])
+        return stored_run(row, self.status(row), counts[row.run_id])
+
+    def get_tasks(self, run_id: str) -> list[TaskRecord]:
+        """The run's tasks in plan order, each with its attempts and their invocations."""
+        with self._failures("read the run's attempts"), self._connect() as connection:
+            row = self._find(connection, run_id)
+            run_status = self.status(row)
+            attempt_rows = list(
+                connection.execute(
+                    select(attempts).where(attempts.c.run_id == row.run_id).order_by(attempts.c.asset, attempts.c.idx)
+                )
+            )
+            invocation_rows = list(
+                connection.execute(
+                    select(invocations)
+                    .where(invocations.c.run_id == row.run_id)
+                    .order_by(invocations.c.asset, invocations.c.idx, invocations.c.number)
+                )
+            )
+        return task_records(json.loads(row.plan), run_status, attempt_rows, invocation_rows)
