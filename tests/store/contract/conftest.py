@@ -27,7 +27,10 @@ import partita
 from partita.events.emission import payload_hash
 from partita.events.model import EventDraft, EventSource, SourceKind
 from partita.store import RunEnd, RunStart
+from partita.store.event_store import SqlEventStore
 from partita.store.liveness import current_owner_token
+from partita.store.partition_registry import SqlPartitionRegistry
+from partita.store.run_history import SqlRunHistory
 from partita.store.sql import SqlStore
 from partita.store.triggers import TriggerStore
 
@@ -44,21 +47,21 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def run_history(store: SqlStore) -> SqlStore:
+def run_history(store: SqlStore) -> SqlRunHistory:
     """Runs, attempts and liveness: record_run_started/progress/heartbeat/run_finished, list_runs, get_run, get_tasks."""
-    return store
+    return store.run_history
 
 
 @pytest.fixture
-def event_store(store: SqlStore) -> SqlStore:
+def event_store(store: SqlStore) -> SqlEventStore:
     """The event log: record_event, list_events, list_events_by_ids."""
-    return store
+    return store.event_store
 
 
 @pytest.fixture
-def partition_registry(store: SqlStore) -> SqlStore:
+def partition_registry(store: SqlStore) -> SqlPartitionRegistry:
     """Keys of runtime domains: record_discovery, list_partitions, retire_partition, partition_history."""
-    return store
+    return store.partition_registry
 
 
 @pytest.fixture
