@@ -192,7 +192,8 @@ class Database:
             yield
         except SQLAlchemyError as exc:
             raise StoreError(f"store {self._url}: cannot {action}: {describe_failure(exc)}") from exc
-        except (sqlite3.Error, OSError) as exc:
+        except (sqlite3.Error, OSError, *self.driver_errors) as exc:
+            # Raw driver connections (PostgreSQL's COPY, emission) raise the driver's own errors.
             raise StoreError(f"store {self._url}: cannot {action}: {describe_failure(exc)}") from exc
 
     @contextlib.contextmanager

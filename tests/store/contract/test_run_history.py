@@ -160,16 +160,8 @@ def test_a_run_end_whose_last_progress_cannot_be_written_records_neither(run_his
     assert statuses(run_history, RUN) == {"one": []}
 
 
-_COPY_ERRORS_ESCAPE = (
-    "PostgreSQL's bulk path (COPY through the driver connection) raises psycopg errors unwrapped: "
-    "a failed bulk write escapes as psycopg.errors.UniqueViolation, not StoreError"
-)
-
-
 @pytest.mark.parametrize("verb", ["record_progress", "record_run_finished"])
-def test_a_bulk_write_that_cannot_be_stored_is_a_store_error_and_writes_nothing(request, run_history, store_url, verb):
-    if store_url.startswith("postgresql"):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=_COPY_ERRORS_ESCAPE))
+def test_a_bulk_write_that_cannot_be_stored_is_a_store_error_and_writes_nothing(run_history, verb):
     start_run(run_history, RUN, NOW)
     run_history.record_progress([AttemptRecord("one", 0, False, "running")], RUN, new=True)
     again = [_success("one", 0)]  # breaks the promise of new=True: attempt 0 is stored already
@@ -366,10 +358,7 @@ def test_a_prefix_shorter_than_four_characters_matches_nothing_even_when_unique(
     assert run_history.get_run("abcd").run_id == "abcd1111" + "0" * 24
 
 
-def test_a_prefix_matches_run_ids_case_sensitively_like_an_exact_id(request, run_history, store_url):
-    if store_url.startswith("sqlite"):
-        reason = "SQLite's LIKE ignores ASCII case: get_run('ABCD1111') finds run abcd1111..., PostgreSQL does not"
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+def test_a_prefix_matches_run_ids_case_sensitively_like_an_exact_id(run_history):
     start_run(run_history, "abcd1111" + "0" * 24, NOW)
 
     with pytest.raises(UnknownRunError):
