@@ -228,7 +228,9 @@ class SqlRunHistory:
         if row is not None:
             return row
         if len(run_id) >= 4 and run_id.isalnum():
-            matches = list(connection.execute(select(runs).where(runs.c.run_id.like(f"{run_id}%")).limit(2)))
+            # Compared as text, not with LIKE: SQLite's LIKE ignores ASCII case, and an id never does.
+            prefix = func.substr(runs.c.run_id, 1, len(run_id)) == run_id
+            matches = list(connection.execute(select(runs).where(prefix).limit(2)))
             if len(matches) == 1:
                 return matches[0]
             if len(matches) > 1:
