@@ -41,7 +41,7 @@ class Dispatcher:
         "_free",
         "_next_sequence",
         "_gates",
-        "_clock",
+        "clock",
         "_start",
         "_skip",
         "running",
@@ -55,7 +55,7 @@ class Dispatcher:
         self._free: collections.deque[tuple[int, TaskState, int]] = collections.deque()
         self._next_sequence = itertools.count().__next__
         self._gates = gates
-        self._clock = clock
+        self.clock = clock
         self._start: Start = _unbound
         self._skip: SkipBlocked = _unbound
         self.running = 0
@@ -93,7 +93,7 @@ class Dispatcher:
     def _dispatch_gated(self) -> None:
         if self.cancelling:
             return
-        limit, free, clock = self.limit, self._free, self._clock
+        limit, free, clock = self.limit, self._free, self.clock
         while self.running < limit:
             now = clock.monotonic()
             best: tuple[int, TaskState, int] | None = free[0] if free else None
@@ -140,7 +140,7 @@ class Dispatcher:
         self.timer(self._wake_gate(gate, when))
 
     async def _wake_gate(self, gate: ResourceGate, when: float) -> None:
-        await self._clock.sleep(max(0.0, when - self._clock.monotonic()))
+        await self.clock.sleep(max(0.0, when - self.clock.monotonic()))
         if gate.wake_scheduled_for == when:
             gate.wake_scheduled_for = None
         self.dispatch()

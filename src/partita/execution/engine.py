@@ -85,9 +85,8 @@ class _Run:
         self.options = options
         self.max_concurrency = plan.options.max_concurrency or DEFAULT_MAX_CONCURRENCY
         self.tasks = tasks = build_graph(plan)
-        clock = options.clock or SystemClock()
         journal = [options.journal] if options.journal is not None else []
-        self.observers = observers = ObserverFanout([*journal, *options.observers])
+        self.observers = ObserverFanout([*journal, *options.observers])
         self.executor = options.executor or InProcessExecutor()
         event_log: EventLog = options.event_log if options.event_log is not None else MemoryEventLog()
         receipts: list[EmissionReceipt] = []
@@ -96,47 +95,12 @@ class _Run:
         retry_history: dict[Token, list[Invocation]] = {}
         materialized = any(task.definition.materialization is not None for task in tasks)
         self.reuse: OutputReuse | None = OutputReuse(self) if materialized else None
-        self.dispatcher = dispatcher = Dispatcher(self.gates, self.max_concurrency, clock)
-        self.readiness = readiness = Readiness(
-            plan,
-            tasks,
-            run_id,
-            observers=observers,
-            event_log=event_log,
-            enqueue=dispatcher.enqueue,
-            reuse=self.reuse,
-            retry_history=retry_history,
-        )
-        self.settlement = settlement = Settlement(
-            run_id,
-            readiness,
-            dispatcher,
-            retry_history=retry_history,
-            reuse=self.reuse,
-            observers=observers,
-            clock=clock,
-            random=options.random,
-            has_callbacks=any(
-                t.definition.on_success or t.definition.on_failure or t.definition.on_retry for t in tasks
-            ),
-        )
+        self.dispatcher = Dispatcher(self.gates, self.max_concurrency, options.clock or SystemClock())
+        self._wire_settling(event_log, retry_history)
         self.emitters = RunEmitters(
             run_id, event_log, catalog_of(plan.registry.definitions()), receipts, options.store_url, self.liveness
         )
-        self.invoker = invoker = Invoker(
-            run_id,
-            self.executor,
-            self.emitters,
-            dispatcher,
-            observers=observers,
-            fan_out=readiness.fan_out,
-            retry_history=retry_history,
-            triggering_events=options.triggering_events,
-            succeeded=settlement.succeeded,
-            failed=settlement.invocation_failed,
-            fault=readiness.fault,
-        )
-        dispatcher.connect(invoker.start, readiness.skip)
+        self._wire_invoking(retry_history)
         self.results = RunResultBuilder(
             plan,
             tasks,
@@ -145,18 +109,61 @@ class _Run:
             event_log=event_log,
             receipts=receipts,
             liveness=self.liveness,
-            fan_out=readiness.fan_out,
-            observers=observers,
+            fan_out=self.readiness.fan_out,
+            observers=self.observers,
             retry_history=retry_history,
-            in_flight=invoker.in_flight,
+            in_flight=self.invoker.in_flight,
         )
         self.callbacks: CallbackRunner | None = None
-        # What output reuse calls back (`ReuseHost`).
+
+    def _wire_settling(self, event_log: EventLog, retry_history: dict[Token, list[Invocation]]) -> None:
+        tasks, dispatcher = self.tasks, self.dispatcher
+        self.readiness = readiness = Readiness(
+            self.plan,
+            tasks,
+            self.run_id,
+            observers=self.observers,
+            event_log=event_log,
+            enqueue=dispatcher.enqueue,
+            reuse=self.reuse,
+            retry_history=retry_history,
+        )
+        self.settlement = settlement = Settlement(
+            self.run_id,
+            readiness,
+            dispatcher,
+            retry_history=retry_history,
+            reuse=self.reuse,
+            observers=self.observers,
+            clock=dispatcher.clock,
+            random=self.options.random,
+            has_callbacks=any(
+                t.definition.on_success or t.definition.on_failure or t.definition.on_retry for t in tasks
+            ),
+        )
+        # What output reuse calls back (`ReuseHost`): the collaborators' own steps, no forwarding call.
         self.enqueue_after_preparation = dispatcher.enqueue
         self.dispatch = dispatcher.dispatch
         self.settle_executed = settlement.settle_executed
         self.settle_materialized = settlement.settle_materialized
         self.fail_attempt = settlement.fail_attempt
+
+    def _wire_invoking(self, retry_history: dict[Token, list[Invocation]]) -> None:
+        readiness, settlement = self.readiness, self.settlement
+        self.invoker = invoker = Invoker(
+            self.run_id,
+            self.executor,
+            self.emitters,
+            self.dispatcher,
+            observers=self.observers,
+            fan_out=readiness.fan_out,
+            retry_history=retry_history,
+            triggering_events=self.options.triggering_events,
+            succeeded=settlement.succeeded,
+            failed=settlement.invocation_failed,
+            fault=readiness.fault,
+        )
+        self.dispatcher.connect(invoker.start, readiness.skip)
 
     @property
     def finished(self) -> bool:
