@@ -31,7 +31,7 @@ from partita.execution.context import CallbackContext
 from partita.execution.dispatch import Dispatcher
 from partita.execution.events import ExecutionObserver, ObserverFanout, RunFinished, RunStarted
 from partita.execution.executors import Executor, InProcessExecutor
-from partita.execution.graph import TaskState, build_graph
+from partita.execution.graph import Token, build_graph
 from partita.execution.invocation import Invoker, RunEmitters
 from partita.execution.journal import RunJournal
 from partita.execution.readiness import Readiness
@@ -48,7 +48,6 @@ DEFAULT_MAX_CONCURRENCY = min(32, (os.cpu_count() or 1) + 4)
 #: How long a cancelled run waits for sync bodies that are already running.
 DEFAULT_CANCEL_GRACE_SECONDS = 10.0
 
-Token = tuple[TaskState, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +184,7 @@ class _Run:
         if self.observers:
             self.observers.emit(RunStarted(self.run_id, self.plan))
         try:
-            readiness.start()
+            readiness.release_roots()
             self.dispatcher.dispatch()
             if readiness.remaining:
                 await readiness.done

@@ -22,14 +22,13 @@ from partita.execution.discovery import DiscoveryCollector, FanOut, run_discover
 from partita.execution.dispatch import Dispatcher
 from partita.execution.events import AttemptStarted, ObserverFanout
 from partita.execution.executors import Executor
-from partita.execution.graph import Edge, TaskState
+from partita.execution.graph import Edge, TaskState, Token
 from partita.execution.inputs import PartitionedOutputs
 from partita.execution.workers import Completion
 from partita.results.model import Invocation
 
 __all__ = ["Invoker", "RunEmitters", "inputs_for"]
 
-Token = tuple[TaskState, int]
 #: ``(task, key_index, output, started, finished)`` and ``(task, key_index, exception, started, finished)``.
 Outcome = Callable[[TaskState, int, Any, float, float], None]
 

@@ -16,14 +16,13 @@ from partita.events.emission import EventLog
 from partita.execution.admission import GroupGate
 from partita.execution.discovery import FanOut, discovery_event
 from partita.execution.events import AttemptFinished, ObserverFanout
-from partita.execution.graph import Edge, TaskState
+from partita.execution.graph import Edge, TaskState, Token
 from partita.execution.reuse import OutputReuse
 from partita.planning.plan import FlowPlan
 from partita.results.model import AttemptResult, AttemptStatus, Invocation, SkipReason
 
 __all__ = ["Readiness", "attempt_result"]
 
-Token = tuple[TaskState, int]
 
 
 def attempt_result(task: TaskState, key_index: int, status: AttemptStatus, **fields: Any) -> AttemptResult:
@@ -83,7 +82,7 @@ class Readiness:
         self._retry_history = retry_history
         self.fan_out: FanOut | None = FanOut(self) if any(task.discovers for task in tasks) else None
 
-    def start(self) -> None:
+    def release_roots(self) -> None:
         """Release the attempts that wait on nothing."""
         # Collect roots first: settling one root can cascade skips into
         # attempts that must not be visited a second time here.

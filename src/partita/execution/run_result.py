@@ -18,7 +18,7 @@ from partita.events.model import EmissionReceipt
 from partita.execution.admission import ResourceGate
 from partita.execution.discovery import FanOut
 from partita.execution.events import AttemptFinished, ObserverFanout
-from partita.execution.graph import TaskState
+from partita.execution.graph import TaskState, Token
 from partita.execution.readiness import attempt_result
 from partita.planning.plan import FlowPlan
 from partita.results.model import (
@@ -34,10 +34,8 @@ from partita.results.model import (
 
 __all__ = ["RunResultBuilder"]
 
-Token = tuple[TaskState, int]
 #: The last invocation of a started attempt that the run's cancellation cut short.
 _CUT_SHORT = FailureInfo.from_exception(asyncio.CancelledError("the run was cancelled while this invocation ran"))
-_now = time.time
 
 
 class RunResultBuilder:
@@ -142,4 +140,4 @@ class RunResultBuilder:
         started = self._in_flight.get(token)
         if started is None:
             return earlier
-        return (*earlier, Invocation(len(earlier) + 1, started, max(started, _now()), False, _CUT_SHORT))
+        return (*earlier, Invocation(len(earlier) + 1, started, max(started, time.time()), False, _CUT_SHORT))

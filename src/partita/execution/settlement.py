@@ -17,7 +17,7 @@ from partita.execution.admission import ResourceGate
 from partita.execution.clock import Clock
 from partita.execution.dispatch import Dispatcher
 from partita.execution.events import AttemptRetrying, ObserverFanout
-from partita.execution.graph import TaskState
+from partita.execution.graph import TaskState, Token
 from partita.execution.readiness import Readiness, attempt_result
 from partita.execution.retries import FailNow, OpenCircuitNow, RetryLater, decide_after_failure
 from partita.execution.reuse import OutputReuse
@@ -25,7 +25,6 @@ from partita.results.model import AttemptResult, AttemptStatus, FailureInfo, Inv
 
 __all__ = ["Failed", "RetryScheduled", "Settlement", "Skipped", "Transition", "after_failure"]
 
-Token = tuple[TaskState, int]
 #: ``(label, task, key_index, exception, invocation number)``: runs an asset's lifecycle callback.
 AssetCallback = Callable[[str, TaskState, int, BaseException | None, int], None]
 
