@@ -8,6 +8,7 @@ built once and settled, because it is the hot path of every attempt.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -133,7 +134,7 @@ class Settlement:
         self._observers = observers
         self._clock = clock
         self._random = random
-        self.retry_timers: dict[Token, Any] = {}
+        self.retry_timers: dict[Token, asyncio.Task[None]] = {}
         #: Set when the run starts (it needs the loop); called only when ``has_callbacks``.
         self.asset_callback: AssetCallback | None = None
         self._has_callbacks = has_callbacks
