@@ -33,6 +33,7 @@ __all__ = [
     "Catalog",
     "Emitter",
     "EventLog",
+    "EventSink",
     "MemoryEventLog",
     "activate",
     "deactivate",
@@ -168,10 +169,23 @@ def prepare_event(
 
 
 @runtime_checkable
-class EventLog(Protocol):
-    """Where events go: the store (durable) or memory (no store configured)."""
+class EventSink(Protocol):
+    """Where an emitter puts its events: all an emission needs."""
 
     def append(self, draft: EventDraft) -> EmissionReceipt: ...
+
+
+@runtime_checkable
+class EventLog(EventSink, Protocol):
+    """Where a run's events go: the store (durable) or memory (no store configured)."""
+
+    def record_discovery(self, domain: str, run_id: str, drafts: list[EventDraft]) -> None:
+        """Discovery events and the partition registry update, together."""
+        ...
+
+    def events_of_run(self, run_id: str) -> tuple[AssetEvent, ...]:
+        """Events the run published itself (not its outlet events)."""
+        ...
 
 
 def duplicate_conflict() -> EmissionError:
@@ -272,7 +286,7 @@ class Emitter:
 
     def __init__(
         self,
-        log: EventLog,
+        log: EventSink,
         catalog: Catalog,
         kind: SourceKind,
         run_id: str | None = None,

@@ -5,14 +5,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from partita.events.emission import EventLog, catalog_of, prepare_event
+from partita.events.emission import EventSink, catalog_of, prepare_event
 from partita.events.model import EmissionReceipt, EventSource, SourceKind
 
 __all__ = ["publish_event"]
 
 
 def publish_event(
-    log: EventLog | Any,
+    log: EventSink | Any,
     definitions: Any,
     asset: Any,
     *,

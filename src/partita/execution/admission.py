@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import collections
 import heapq
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from partita.definitions.groups import PartitionGroup
 from partita.definitions.policies import ResourcePolicy
 from partita.results.model import ResourceStatistics
 
-__all__ = ["GroupGate", "ResourceGate"]
+__all__ = ["GroupGate", "ResourceGate", "bind_gates"]
 
 
 class ResourceGate:
@@ -148,3 +149,26 @@ class GroupGate:
             return True
         self._remaining[key_index] = remaining - 1
         return False
+
+
+def bind_gates(
+    tasks: Sequence[Any], groups: Sequence[PartitionGroup], resources: Mapping[str, ResourcePolicy]
+) -> tuple[dict[str, ResourceGate], list[GroupGate]]:
+    """One gate per resource and per partition group the tasks use, set on each task that uses it."""
+    gates: dict[str, ResourceGate] = {}
+    for task in tasks:
+        name = task.definition.resource
+        if name is not None:
+            gate = gates.get(name)
+            if gate is None:
+                gate = gates[name] = ResourceGate(name, resources[name])
+            task.gate = gate
+    group_gates: list[GroupGate] = []
+    by_name = {task.name: task for task in tasks}
+    for group in groups:
+        group_gate = GroupGate(group, first=by_name[group.assets[0]])
+        group_gates.append(group_gate)
+        for position, member in enumerate(group.assets):
+            by_name[member].group = group_gate
+            by_name[member].group_position = position
+    return gates, group_gates

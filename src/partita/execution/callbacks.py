@@ -3,6 +3,7 @@
 Sync callbacks run on a small pool of daemon threads (a callback may do I/O);
 async callbacks run on the loop. A callback that raises becomes a
 `CallbackError` in the result; the outcome it reports on never changes.
+Asset callbacks get a context of their attempt; flow callbacks the result.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from typing import Any
 
 from partita.events.emission import activate
 from partita.execution.context import CallbackContext
+from partita.execution.graph import TaskState
 from partita.execution.workers import Completion, ThreadWorkers
-from partita.results.model import CallbackError, FailureInfo
+from partita.results.model import CallbackError, FailureInfo, RunResult, RunStatus
 
-__all__ = ["CallbackRunner"]
+__all__ = ["AssetCallbacks", "CallbackRunner", "run_flow_callbacks"]
 
 _CALLBACK_THREADS = 4
 
@@ -76,3 +78,60 @@ class CallbackRunner:
     def shutdown(self) -> None:
         if self._workers is not None:
             self._workers.shutdown(wait=0)
+
+
+class AssetCallbacks:
+    """Runs an asset's ``on_success``, ``on_failure`` and ``on_retry`` with a context of its attempt."""
+
+    __slots__ = ("_run_id", "_runner", "_emitter")
+
+    def __init__(self, run_id: str, runner: CallbackRunner, emitter: Callable[[TaskState, int, int, str], Any]) -> None:
+        self._run_id = run_id
+        self._runner = runner
+        self._emitter = emitter
+
+    def call(self, label: str, task: TaskState, key_index: int, exception: BaseException | None, invocation: int) -> None:
+        callback = getattr(task.definition, label)
+        context = CallbackContext(
+            run_id=self._run_id,
+            asset_name=task.name,
+            partition_key=task.keys[key_index] if task.partitioned else None,
+            partition_key_present=task.partitioned,
+            exception=exception,
+            invocation_number=invocation,
+            emitter=self._emitter(task, key_index, invocation, label),
+        )
+        self._runner.call(label, callback, context)
+
+
+FlowCallback = Callable[[CallbackContext], Any]
+
+
+async def run_flow_callbacks(
+    runner: CallbackRunner,
+    run_id: str,
+    result: RunResult,
+    *,
+    on_success: FlowCallback | None,
+    on_failure: FlowCallback | None,
+    on_complete: FlowCallback | None,
+    emitter: Callable[[str], Any],
+    rebuild: Callable[[], RunResult],
+) -> RunResult:
+    """Run the flow's callbacks that the result's status calls for, one after another.
+
+    Returns ``rebuild()`` when any ran (their emissions and errors belong in
+    the result), else ``result`` itself.
+    """
+    chosen = [("on_success", on_success)] if result.status is RunStatus.SUCCESS else []
+    if result.status is RunStatus.FAILED:
+        chosen.append(("on_failure", on_failure))
+    chosen.append(("on_complete", on_complete))
+    ran = False
+    for label, callback in chosen:
+        if callback is not None:
+            context = CallbackContext(run_id, None, None, False, result=result, emitter=emitter(label))
+            runner.call(f"flow.{label}", callback, context)
+            await runner.drain()
+            ran = True
+    return rebuild() if ran else result

@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from partita.errors import DiscoveryError
 from partita.events.emission import MAX_EXTRA_BYTES, encoded_extra_size
@@ -28,6 +28,7 @@ from partita.partitions.runtime import PartitionAtRuntime, PartitionKey
 
 __all__ = [
     "DiscoveryCollector",
+    "DiscoveryHost",
     "DiscoveryOutcome",
     "FanOut",
     "discovered_outputs",
@@ -193,10 +194,24 @@ def discovered_outputs(asset_name: str, keys: tuple[str, ...], output: Any) -> l
     return outputs
 
 
+class DiscoveryHost(Protocol):
+    """What fan-out needs of the run: its tasks and plan, the attempt count, and the readiness steps."""
+
+    tasks: Sequence[Any]
+    plan: Any
+    remaining: int
+
+    def decrement(self, consumer: Any, key_index: int, blocker: Any) -> None: ...
+
+    def became_ready(self, task: Any, key_index: int) -> None: ...
+
+    def record_discovery(self, task: Any, domain: str, declared: tuple[Any, ...], invocation: int) -> None: ...
+
+
 class FanOut:
     """Turns a producer's discovered keys into attempts of its domain, in the same run."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: DiscoveryHost) -> None:
         self._run = run
         self.discoveries: dict[str, tuple[PartitionKey, ...]] = {}
 

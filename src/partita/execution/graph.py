@@ -17,7 +17,7 @@ from partita.planning.plan import FlowPlan
 from partita.planning.selection import SelectionKind
 from partita.results.model import AttemptResult, SkipReason
 
-__all__ = ["Edge", "TaskState", "build_graph"]
+__all__ = ["Edge", "TaskState", "Token", "build_graph"]
 
 
 class Edge(enum.Enum):
@@ -66,6 +66,10 @@ class TaskState:
     @property
     def name(self) -> str:
         return self.definition.name
+
+
+#: One attempt: its task and key position (also the executor's completion token).
+Token = tuple[TaskState, int]
 
 
 def build_graph(plan: FlowPlan) -> list[TaskState]:

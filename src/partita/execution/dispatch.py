@@ -1,0 +1,146 @@
+"""The dispatcher: which queued attempt starts next, and when.
+
+Kept apart from readiness and settlement because it is the one place that
+knows the run's concurrency limit, the ready queues (free work and each
+resource gate's) and the clock waits that reopen a gate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
+
+from partita.execution.admission import ResourceGate
+from partita.execution.clock import Clock
+from partita.execution.graph import TaskState
+from partita.results.model import SkipReason
+
+__all__ = ["Dispatcher"]
+
+_INFINITY = float("inf")
+
+Start = Callable[[TaskState, int], None]
+SkipBlocked = Callable[[TaskState, int, SkipReason, tuple[Any, ...]], None]
+
+
+def _unbound(*args: Any) -> None:
+    raise RuntimeError("Dispatcher.connect() was not called")
+
+
+class Dispatcher:
+    """Ready attempts in arrival order, started while a global slot and their gate allow.
+
+    ``running`` counts started invocations not yet completed; whoever receives
+    completions decrements it. ``cancelling`` stops every start for good.
+    """
+
+    __slots__ = (
+        "_free",
+        "_next_sequence",
+        "_gates",
+        "clock",
+        "_start",
+        "_skip",
+        "running",
+        "limit",
+        "cancelling",
+        "timers",
+        "dispatch",
+    )
+
+    def __init__(self, gates: Mapping[str, ResourceGate], limit: int, clock: Clock) -> None:
+        self._free: collections.deque[tuple[int, TaskState, int]] = collections.deque()
+        self._next_sequence = itertools.count().__next__
+        self._gates = gates
+        self.clock = clock
+        self._start: Start = _unbound
+        self._skip: SkipBlocked = _unbound
+        self.running = 0
+        self.limit = limit
+        self.cancelling = False
+        self.timers: set[asyncio.Task[None]] = set()
+        #: Start what may start now; the gated variant only when the run has resource gates.
+        self.dispatch: Callable[[], None] = self._dispatch_free if not gates else self._dispatch_gated
+
+    def connect(self, start: Start, skip: SkipBlocked) -> None:
+        """Give the dispatcher the step that starts a body and the one that skips an attempt."""
+        self._start = start
+        self._skip = skip
+
+    def enqueue(self, task: TaskState, key_index: int) -> None:
+        """Queue a ready attempt (skipped at once when its resource's circuit is open)."""
+        gate = task.gate
+        if gate is None:
+            self._free.append((self._next_sequence(), task, key_index))
+        elif gate.circuit_open:
+            self._skip(task, key_index, SkipReason.RESOURCE_CIRCUIT_OPEN, ())
+        else:
+            gate.queue.append((self._next_sequence(), task, key_index))
+
+    def _dispatch_free(self) -> None:
+        # A cancellation is set between loop turns, never during a dispatch: checked once.
+        if self.cancelling:
+            return
+        free, limit, start = self._free, self.limit, self._start
+        while free and self.running < limit:
+            _, task, key_index = free.popleft()
+            self.running += 1
+            start(task, key_index)
+
+    def _dispatch_gated(self) -> None:
+        if self.cancelling:
+            return
+        limit, free, clock = self.limit, self._free, self.clock
+        while self.running < limit:
+            now = clock.monotonic()
+            best: tuple[int, TaskState, int] | None = free[0] if free else None
+            source: ResourceGate | None = None
+            for gate in self._gates.values():
+                if not gate.queue:
+                    continue
+                head = gate.queue[0]
+                if best is not None and head[0] > best[0]:
+                    continue
+                opens = gate.earliest_start(now)
+                if opens is not None:
+                    # Ready work denied by this policy while a global slot is free.
+                    gate.note_denied((head[1], head[2]), now)
+                    if opens != _INFINITY:
+                        self._wake_gate_at(gate, opens)
+                    continue
+                best, source = head, gate
+            if best is None:
+                return
+            if source is None:
+                free.popleft()
+            else:
+                source.queue.popleft()
+                source.note_started((best[1], best[2]), now)
+            self.running += 1
+            self._start(best[1], best[2])
+
+    def timer(self, waiting: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Start a clock wait; tracked so a finished run leaves none pending."""
+        timer = asyncio.get_running_loop().create_task(waiting)
+        self.timers.add(timer)
+        timer.add_done_callback(self.timers.discard)
+        return timer
+
+    def cancel_timers(self) -> None:
+        for timer in list(self.timers):
+            timer.cancel()
+
+    def _wake_gate_at(self, gate: ResourceGate, when: float) -> None:
+        if gate.wake_scheduled_for is not None and gate.wake_scheduled_for <= when:
+            return
+        gate.wake_scheduled_for = when
+        self.timer(self._wake_gate(gate, when))
+
+    async def _wake_gate(self, gate: ResourceGate, when: float) -> None:
+        await self.clock.sleep(max(0.0, when - self.clock.monotonic()))
+        if gate.wake_scheduled_for == when:
+            gate.wake_scheduled_for = None
+        self.dispatch()

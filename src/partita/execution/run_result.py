@@ -1,0 +1,143 @@
+"""The run's result: assembled from the attempt graph once the run settles or is cancelled.
+
+Apart from the coordinator because it reads every collaborator's record (task
+results, gate statistics, receipts, discoveries, invocations under way) and
+changes none of them, except marking what a cancellation left unfinished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from partita.events.emission import EventLog, RunLiveness
+from partita.events.model import EmissionReceipt
+from partita.execution.admission import ResourceGate
+from partita.execution.discovery import FanOut
+from partita.execution.events import AttemptFinished, ObserverFanout
+from partita.execution.graph import TaskState, Token
+from partita.execution.readiness import attempt_result
+from partita.planning.plan import FlowPlan
+from partita.results.model import (
+    AttemptStatus,
+    CallbackError,
+    FailureInfo,
+    Invocation,
+    RunResult,
+    RunStatus,
+    SkipReason,
+    TaskResult,
+)
+
+__all__ = ["RunResultBuilder"]
+
+#: The last invocation of a started attempt that the run's cancellation cut short.
+_CUT_SHORT = FailureInfo.from_exception(asyncio.CancelledError("the run was cancelled while this invocation ran"))
+
+
+class RunResultBuilder:
+    """Builds the `RunResult` of one run from its tasks, gates, receipts and event log."""
+
+    def __init__(
+        self,
+        plan: FlowPlan,
+        tasks: Sequence[TaskState],
+        run_id: str,
+        *,
+        gates: Mapping[str, ResourceGate],
+        event_log: EventLog,
+        receipts: list[EmissionReceipt],
+        liveness: RunLiveness,
+        fan_out: FanOut | None,
+        observers: ObserverFanout,
+        retry_history: Mapping[Token, list[Invocation]],
+        in_flight: Mapping[Token, float],
+    ) -> None:
+        self._plan = plan
+        self._tasks = tasks
+        self._run_id = run_id
+        self._gates = gates
+        self._event_log = event_log
+        self._receipts = receipts
+        self._liveness = liveness
+        self._fan_out = fan_out
+        self._observers = observers
+        self._retry_history = retry_history
+        self._in_flight = in_flight
+
+    def build(self, started_at: dt.datetime, callback_errors: Sequence[CallbackError]) -> RunResult:
+        tasks: dict[str, TaskResult] = {}
+        any_failed = any_cancelled = False
+        for task in self._tasks:
+            attempts = tuple(result for result in task.results if result is not None)
+            for attempt in attempts:
+                if attempt.status is AttemptStatus.FAILED:
+                    any_failed = True
+                elif attempt.status is AttemptStatus.CANCELLED:
+                    any_cancelled = True
+            empty_reason = None
+            if task.partitioned and task.size == 0:
+                empty_reason = task.empty_reason or SkipReason.NO_PARTITION_KEYS
+            tasks[task.name] = TaskResult(task.name, task.partitioned, attempts, empty_reason)
+        status = RunStatus.CANCELLED if any_cancelled else RunStatus.FAILED if any_failed else RunStatus.SUCCESS
+        events, events_error = self._published_events()
+        return RunResult(
+            run_id=self._run_id,
+            status=status,
+            started_at=started_at,
+            finished_at=dt.datetime.now(dt.UTC),
+            tasks=tasks,
+            plan=self._plan,
+            resources={name: gate.statistics() for name, gate in self._gates.items()},
+            callback_errors=tuple(callback_errors),
+            events=events,
+            events_error=events_error,
+            receipts=tuple(self._receipts),
+            discoveries={} if self._fan_out is None else dict(self._fan_out.discoveries),
+        )
+
+    def _published_events(self) -> tuple[tuple[Any, ...], FailureInfo | None]:
+        """The events this run published, read back from the log, and why that failed if it did.
+
+        Asked of the log, not of local receipts, when worker processes may have
+        emitted. The read is a report, not part of the outcome: a failure
+        (an undecodable value, a lost connection after the store's retries)
+        leaves ``events`` empty and the run's status, and its recording, intact.
+        """
+        if not (self._receipts or self._liveness.exported):
+            return (), None
+        try:
+            return self._event_log.events_of_run(self._run_id), None
+        except Exception as exc:  # noqa: BLE001 - RecursionError and StoreError alike
+            return (), FailureInfo.from_exception(exc)
+
+    def cancel_unfinished(self) -> None:
+        """Mark every attempt without a result cancelled (a discovery that never finished too)."""
+        for task in self._tasks:
+            if task.deferred and task.size == 0:
+                task.empty_reason = SkipReason.CANCELLED  # the discovery never finished
+            for key_index in range(task.size):
+                if task.results[key_index] is None:
+                    cancelled = attempt_result(
+                        task,
+                        key_index,
+                        AttemptStatus.CANCELLED,
+                        reason=SkipReason.CANCELLED,
+                        invocations=self._cancelled_invocations((task, key_index)),
+                    )
+                    task.results[key_index] = cancelled
+                    self._observers.emit(AttemptFinished(self._run_id, cancelled))
+
+    def _cancelled_invocations(self, token: Token) -> tuple[Invocation, ...]:
+        """Earlier invocations, plus the one the cancellation cut short if the body had started.
+
+        An attempt with no invocations never started.
+        """
+        earlier = tuple(self._retry_history.get(token, ()))
+        started = self._in_flight.get(token)
+        if started is None:
+            return earlier
+        return (*earlier, Invocation(len(earlier) + 1, started, max(started, time.time()), False, _CUT_SHORT))

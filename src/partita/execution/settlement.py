@@ -1,0 +1,301 @@
+"""Settlement: how an invocation's outcome ends its attempt, or runs it again.
+
+A failure is decided by one small function, `after_failure`, that returns a
+typed transition (`RetryScheduled`, `Failed`, `Skipped`); `Settlement`
+applies it. A success needs no transition object: its `AttemptResult` is
+built once and settled, because it is the hot path of every attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from partita.errors import PartitaError
+from partita.execution.admission import ResourceGate
+from partita.execution.clock import Clock
+from partita.execution.dispatch import Dispatcher
+from partita.execution.events import AttemptRetrying, ObserverFanout
+from partita.execution.graph import TaskState, Token
+from partita.execution.readiness import Readiness, attempt_result
+from partita.execution.retries import FailNow, OpenCircuitNow, RetryLater, decide_after_failure
+from partita.execution.reuse import OutputReuse
+from partita.results.model import AttemptResult, AttemptStatus, FailureInfo, Invocation, Resolution, SkipReason
+
+__all__ = ["Failed", "RetryScheduled", "Settlement", "Skipped", "Transition", "after_failure"]
+
+#: ``(label, task, key_index, exception, invocation number)``: runs an asset's lifecycle callback.
+AssetCallback = Callable[[str, TaskState, int, BaseException | None, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryScheduled:
+    """The attempt runs again after ``delay`` seconds; ``history`` holds its invocations so far."""
+
+    history: list[Invocation]
+    delay: float
+    cooldown_resource: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The attempt ends failed; ``opens_circuit`` when its resource's circuit opens with it."""
+
+    exception: BaseException
+    failure: FailureInfo
+    invocations: tuple[Invocation, ...]
+    opens_circuit: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """The attempt would retry, but its resource's circuit is open: it ends skipped."""
+
+    reason: SkipReason
+    history: list[Invocation]
+
+
+Transition = RetryScheduled | Failed | Skipped
+
+
+def after_failure(
+    task: TaskState,
+    exc: BaseException,
+    earlier: list[Invocation],
+    invocation: Invocation,
+    *,
+    cancelling: bool,
+    random: Callable[[], float] | None,
+) -> Transition:
+    """What the failed ``invocation`` (its failure recorded on it) does to its attempt."""
+    gate = task.gate
+    decision = decide_after_failure(
+        exc,
+        invocation.number,
+        retry=task.definition.retry,
+        resource_name=task.definition.resource,
+        resource=None if gate is None else gate.policy,
+        random=random,
+    )
+    history = [*earlier, invocation]
+    if isinstance(decision, RetryLater) and not cancelling:
+        if gate is not None and gate.circuit_open:
+            return Skipped(SkipReason.RESOURCE_CIRCUIT_OPEN, history)
+        return RetryScheduled(history, decision.delay, decision.cooldown_resource)
+    failure = invocation.failure
+    assert failure is not None
+    if isinstance(decision, FailNow) and decision.exception is not None:
+        exc = decision.exception
+        failure = FailureInfo.from_exception(exc)
+    return Failed(exc, failure, tuple(history), isinstance(decision, OpenCircuitNow) and gate is not None)
+
+
+class Settlement:
+    """Ends attempts from their invocations' outcomes: success, failure, retry, open circuit."""
+
+    __slots__ = (
+        "retry_timers",
+        "asset_callback",
+        "_run_id",
+        "_settle",
+        "_skip",
+        "_dispatcher",
+        "_retry_history",
+        "_fan_out",
+        "_reuse",
+        "_observers",
+        "_clock",
+        "_random",
+        "_has_callbacks",
+    )
+
+    def __init__(
+        self,
+        run_id: str,
+        readiness: Readiness,
+        dispatcher: Dispatcher,
+        *,
+        retry_history: dict[Token, list[Invocation]],
+        reuse: OutputReuse | None,
+        observers: ObserverFanout,
+        clock: Clock,
+        random: Callable[[], float] | None,
+        has_callbacks: bool,
+    ) -> None:
+        self._run_id = run_id
+        self._settle = readiness.settle
+        self._skip = readiness.skip
+        self._fan_out = readiness.fan_out
+        self._dispatcher = dispatcher
+        self._retry_history = retry_history
+        self._reuse = reuse
+        self._observers = observers
+        self._clock = clock
+        self._random = random
+        self.retry_timers: dict[Token, asyncio.Task[None]] = {}
+        #: Set when the run starts (it needs the loop); called only when ``has_callbacks``.
+        self.asset_callback: AssetCallback | None = None
+        self._has_callbacks = has_callbacks
+
+    def _invocations(self, token: Token, last: Invocation) -> tuple[Invocation, ...]:
+        if not self._retry_history:
+            return (last,)
+        earlier = self._retry_history.pop(token, None)
+        return (last,) if earlier is None else (*earlier, last)
+
+    def succeeded(self, task: TaskState, key_index: int, output: Any, started: float, finished: float) -> None:
+        token = (task, key_index)
+        history = self._retry_history
+        number = 1 if not history else 1 + len(history.get(token, ()))
+        invocations = self._invocations(token, Invocation(number, started, finished, True))
+        if task.discovers:
+            assert self._fan_out is not None
+            try:
+                output = self._fan_out.accept(task, output, number)
+            except PartitaError as exc:
+                self.fail_attempt(task, key_index, exc, invocations)
+                return
+        if self._reuse is not None and task.definition.materialization is not None:
+            self._reuse.commit(task, key_index, output, invocations)
+            return
+        self.settle_success(task, key_index, output, invocations, Resolution.EXECUTED, None)
+
+    def settle_executed(
+        self,
+        task: TaskState,
+        key_index: int,
+        output: Any,
+        invocations: tuple[Invocation, ...],
+        materialization_id: str | None,
+    ) -> None:
+        self.settle_success(task, key_index, output, invocations, Resolution.EXECUTED, materialization_id)
+
+    def settle_materialized(self, task: TaskState, key_index: int, output: Any, materialization_id: str) -> None:
+        self.settle_success(task, key_index, output, (), Resolution.MATERIALIZED, materialization_id)
+
+    def settle_success(
+        self,
+        task: TaskState,
+        key_index: int,
+        output: Any,
+        invocations: tuple[Invocation, ...],
+        resolution: Resolution,
+        materialization_id: str | None,
+    ) -> None:
+        task.outputs[key_index] = output
+        # Built inline, positionally: the hot path of every successful attempt.
+        result = AttemptResult(
+            task.name,
+            task.keys[key_index],
+            task.partitioned,
+            AttemptStatus.SUCCESS,
+            output=output,
+            invocations=invocations,
+            resolution=resolution,
+            materialization_id=materialization_id,
+            index=key_index,
+        )
+        self._settle(task, key_index, result, None)
+        if self._has_callbacks and task.definition.on_success is not None:
+            assert self.asset_callback is not None
+            self.asset_callback("on_success", task, key_index, None, len(invocations))
+
+    def fail_attempt(
+        self,
+        task: TaskState,
+        key_index: int,
+        exc: BaseException,
+        invocations: tuple[Invocation, ...],
+        failure: FailureInfo | None = None,
+    ) -> None:
+        """The attempt ends failed (body, policy, discovery, resolve, load or commit failures alike)."""
+        result = attempt_result(
+            task,
+            key_index,
+            AttemptStatus.FAILED,
+            exception=exc,
+            failure=failure or FailureInfo.from_exception(exc),
+            invocations=invocations,
+        )
+        self._settle(task, key_index, result, result)
+        if self._has_callbacks and task.definition.on_failure is not None:
+            assert self.asset_callback is not None
+            self.asset_callback("on_failure", task, key_index, exc, len(invocations))
+
+    def invocation_failed(
+        self, task: TaskState, key_index: int, exc: BaseException, started: float, finished: float
+    ) -> None:
+        token = (task, key_index)
+        earlier = self._retry_history.get(token, [])
+        invocation = Invocation(len(earlier) + 1, started, finished, False, FailureInfo.from_exception(exc))
+        transition = after_failure(
+            task, exc, earlier, invocation, cancelling=self._dispatcher.cancelling, random=self._random
+        )
+        if isinstance(transition, RetryScheduled):
+            self._schedule_retry(task, key_index, exc, transition)
+        elif isinstance(transition, Skipped):
+            self._retry_history[token] = transition.history
+            self._skip(task, key_index, transition.reason, ())
+        else:
+            self._retry_history.pop(token, None)
+            self.fail_attempt(task, key_index, transition.exception, transition.invocations, transition.failure)
+            if transition.opens_circuit:
+                self.open_circuit(task.gate)
+
+    def _schedule_retry(self, task: TaskState, key_index: int, exc: BaseException, retry: RetryScheduled) -> None:
+        token = (task, key_index)
+        self._retry_history[token] = retry.history
+        invocation = retry.history[-1]
+        gate = task.gate
+        if gate is not None:
+            gate.retries += 1
+            if retry.cooldown_resource:
+                gate.cooldown_until = max(gate.cooldown_until, self._clock.monotonic() + retry.delay)
+        if self._observers:
+            assert invocation.failure is not None
+            self._observers.emit(
+                AttemptRetrying(
+                    self._run_id,
+                    task.name,
+                    key_index,
+                    task.keys[key_index],
+                    task.partitioned,
+                    invocation.number,
+                    retry.delay,
+                    invocation.failure,
+                )
+            )
+        if self._has_callbacks and task.definition.on_retry is not None:
+            assert self.asset_callback is not None
+            self.asset_callback("on_retry", task, key_index, exc, invocation.number)
+        self.retry_timers[token] = self._dispatcher.timer(self._retry_after(token, retry.delay))
+
+    async def _retry_after(self, token: Token, delay: float) -> None:
+        await self._clock.sleep(delay)
+        self.retry_timers.pop(token, None)
+        task, key_index = token
+        if task.results[key_index] is None and not self._dispatcher.cancelling:
+            self._dispatcher.enqueue(task, key_index)
+            self._dispatcher.dispatch()
+
+    def open_circuit(self, gate: ResourceGate) -> None:
+        """Skip every queued and retrying attempt of the gate's resource; none starts again."""
+        if gate.circuit_open:
+            return
+        gate.circuit_open = True
+        while gate.queue:
+            _, task, key_index = gate.queue.popleft()
+            gate.forget((task, key_index))
+            self._skip(task, key_index, SkipReason.RESOURCE_CIRCUIT_OPEN, ())
+        for token, timer in list(self.retry_timers.items()):
+            task, key_index = token
+            if task.gate is gate:
+                timer.cancel()
+                del self.retry_timers[token]
+                self._skip(task, key_index, SkipReason.RESOURCE_CIRCUIT_OPEN, ())
+
+    def cancel_retries(self) -> None:
+        for timer in list(self.retry_timers.values()):
+            timer.cancel()
