@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from partita.definitions.policies import OpenCircuit, ResourcePolicy, Retry, RetryPolicy
 from partita.errors import PolicyError
 from partita.execution.admission import ResourceGate
-from partita.execution.settlement import Failed, RetryScheduled, Skipped, after_failure
+from partita.execution.settlement import CircuitOpened, Failed, RetryScheduled, Skipped, after_failure
 from partita.results.model import FailureInfo, Invocation, SkipReason
 
 
@@ -45,7 +45,6 @@ def test_the_last_allowed_failure_fails_the_attempt_with_the_body_error() -> Non
     assert transition.exception is exc
     assert transition.failure is invocation.failure
     assert transition.invocations == (*earlier, invocation)
-    assert not transition.opens_circuit
 
 
 def test_a_cancelling_run_fails_instead_of_retrying() -> None:
@@ -63,8 +62,9 @@ def test_a_retry_on_a_resource_whose_circuit_is_open_is_skipped() -> None:
 def test_a_classifier_that_opens_the_circuit_fails_the_attempt_and_says_so() -> None:
     task = _task(resource=ResourcePolicy(classify_failure=lambda exc: OpenCircuit()))
     transition, _ = _decide(task, Boom("down"))
-    assert isinstance(transition, Failed)
-    assert transition.opens_circuit
+    assert isinstance(transition, CircuitOpened)
+    assert transition.gate is task.gate
+    assert transition.failed.failure.message == "down"
 
 
 def test_a_classifier_retry_can_ask_the_resource_to_cool_down() -> None:

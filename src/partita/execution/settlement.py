@@ -1,7 +1,7 @@
 """Settlement: how an invocation's outcome ends its attempt, or runs it again.
 
 A failure is decided by one small function, `after_failure`, that returns a
-typed transition (`RetryScheduled`, `Failed`, `Skipped`); `Settlement`
+typed transition (`RetryScheduled`, `Failed`, `CircuitOpened`, `Skipped`); `Settlement`
 applies it. A success needs no transition object: its `AttemptResult` is
 built once and settled, because it is the hot path of every attempt.
 """
@@ -24,7 +24,7 @@ from partita.execution.retries import FailNow, OpenCircuitNow, RetryLater, decid
 from partita.execution.reuse import OutputReuse
 from partita.results.model import AttemptResult, AttemptStatus, FailureInfo, Invocation, Resolution, SkipReason
 
-__all__ = ["Failed", "RetryScheduled", "Settlement", "Skipped", "Transition", "after_failure"]
+__all__ = ["CircuitOpened", "Failed", "RetryScheduled", "Settlement", "Skipped", "Transition", "after_failure"]
 
 #: ``(label, task, key_index, exception, invocation number)``: runs an asset's lifecycle callback.
 AssetCallback = Callable[[str, TaskState, int, BaseException | None, int], None]
@@ -41,12 +41,19 @@ class RetryScheduled:
 
 @dataclass(frozen=True, slots=True)
 class Failed:
-    """The attempt ends failed; ``opens_circuit`` when its resource's circuit opens with it."""
+    """The attempt ends failed."""
 
     exception: BaseException
     failure: FailureInfo
     invocations: tuple[Invocation, ...]
-    opens_circuit: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CircuitOpened:
+    """The attempt ends ``failed``, and its failure opens ``gate``'s circuit: nothing queued or retrying starts."""
+
+    failed: Failed
+    gate: ResourceGate
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +64,7 @@ class Skipped:
     history: list[Invocation]
 
 
-Transition = RetryScheduled | Failed | Skipped
+Transition = RetryScheduled | Failed | CircuitOpened | Skipped
 
 
 def after_failure(
@@ -89,7 +96,10 @@ def after_failure(
     if isinstance(decision, FailNow) and decision.exception is not None:
         exc = decision.exception
         failure = FailureInfo.from_exception(exc)
-    return Failed(exc, failure, tuple(history), isinstance(decision, OpenCircuitNow) and gate is not None)
+    failed = Failed(exc, failure, tuple(history))
+    if isinstance(decision, OpenCircuitNow) and gate is not None:
+        return CircuitOpened(failed, gate)
+    return failed
 
 
 class Settlement:
@@ -240,9 +250,10 @@ class Settlement:
             self._skip(task, key_index, transition.reason, ())
         else:
             self._retry_history.pop(token, None)
-            self.fail_attempt(task, key_index, transition.exception, transition.invocations, transition.failure)
-            if transition.opens_circuit:
-                self.open_circuit(task.gate)
+            failed = transition.failed if isinstance(transition, CircuitOpened) else transition
+            self.fail_attempt(task, key_index, failed.exception, failed.invocations, failed.failure)
+            if isinstance(transition, CircuitOpened):
+                self.open_circuit(transition.gate)
 
     def _schedule_retry(self, task: TaskState, key_index: int, exc: BaseException, retry: RetryScheduled) -> None:
         token = (task, key_index)
