@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -345,3 +346,98 @@ def test_the_flow_state_schema_rejects_drift(url: str):
     ]:
         assert_invalid(_changed(document, path, value), "flow-state.v1.json")
     assert_invalid(document, "trigger-pass.v1.json")
+
+
+# -- partita schedules ----------------------------------------------------------------
+
+SCHEDULES_ENTRY = """
+from partita import Flow, HourlyPartitionDef, OnAssetEvents, asset
+from partita.automation.triggers import CronPartitions
+
+
+@asset(partition_def=HourlyPartitionDef("UTC"))
+def hourly(context):
+    return 1
+
+
+@asset(partition_def=HourlyPartitionDef("UTC"))
+def quarter(context):
+    return 1
+
+
+@asset(partition_def=HourlyPartitionDef("UTC"))
+def follows(context):
+    return 1
+
+
+hourly_flow = Flow(["hourly"], name="hourly", trigger=CronPartitions("0 * * * *", start="2024-01-01T00:00", catchup="latest"))
+quarter_flow = Flow(["quarter"], name="quarter", trigger=CronPartitions("*/15 * * * *", start="2024-01-01T00:00"))
+events_flow = Flow(["follows"], name="follows", trigger=OnAssetEvents(["hourly"]))
+"""
+
+
+def _schedules(entry: str, url: str, *more: str) -> dict[str, Any]:
+    document = _cli("schedules", entry, "--store", url, *more)
+    assert document["schema"] == "partita.schedules"
+    return document
+
+
+def test_schedules_lists_each_scheduled_flow_with_its_next_ticks_and_what_they_run(tmp_path: Path, url: str):
+    entry = tmp_path / "schedules.py"
+    entry.write_text(SCHEDULES_ENTRY)
+
+    hourly, quarter = _schedules(str(entry), url, "--next", "4")["flows"]  # the event-driven flow is not listed
+
+    assert (hourly["flow"], hourly["paused"], hourly["last_tick"]) == ("hourly", False, None)
+    assert hourly["trigger"]["catchup"] == "latest" and quarter["trigger"]["catchup"] == "all"
+    ticks = [dt.datetime.fromisoformat(tick["at"]) for tick in hourly["next_ticks"]]
+    assert len(ticks) == 4 and ticks[0] > dt.datetime.now(dt.UTC)
+    assert all(later - earlier == dt.timedelta(hours=1) for earlier, later in itertools.pairwise(ticks))
+    # The tick at HH:00 runs the hour that ended there.
+    assert [tick["partition_key"] for tick in hourly["next_ticks"]] == [
+        (at - dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H") for at in ticks
+    ]
+    # Of four quarter-hour ticks, only the one on the hour runs a partition.
+    runs = [tick["partition_key"] for tick in quarter["next_ticks"]]
+    assert len(runs) == 4 and sum(key is not None for key in runs) == 1
+
+
+def test_schedules_show_the_last_handled_tick_and_the_pause_state(tmp_path: Path, url: str):
+    entry = tmp_path / "schedules.py"
+    entry.write_text(SCHEDULES_ENTRY)
+    paused = CliRunner().invoke(cli, ["flows", "pause", "quarter", "--entry", str(entry), "--store", url])
+    assert paused.exit_code == 0, paused.output
+    # Catch-up "latest": of every hour since 2024 only the last one runs, and its event starts `follows`.
+    assert _trigger_once(str(entry), url) == 2
+
+    hourly, quarter = _schedules(str(entry), url)["flows"]
+
+    assert hourly["last_tick"] is not None and quarter["paused"] is True
+    last = dt.datetime.fromisoformat(hourly["last_tick"])
+    assert dt.datetime.now(dt.UTC) - last < dt.timedelta(hours=1)
+    assert dt.datetime.fromisoformat(hourly["next_ticks"][0]["at"]) > last
+
+
+def test_schedules_of_an_entry_without_a_schedule_is_an_entry_error(url: str):
+    document = _cli("schedules", BATCH_VALIDATION, "--store", url, code=3)
+    assert document["error"]["type"] == "EntryLoadError"
+    assert "CronPartitions" in document["error"]["message"]
+
+
+def test_schedules_text_output_names_flows_ticks_and_catchup(tmp_path: Path, url: str):
+    entry = tmp_path / "schedules.py"
+    entry.write_text(SCHEDULES_ENTRY)
+    result = CliRunner().invoke(cli, ["schedules", str(entry), "--store", url])
+    assert result.exit_code == 0, result.output
+    assert "hourly (active)" in result.output and "catch-up latest" in result.output
+    assert "last tick: none handled yet" in result.output
+    assert "nothing (inside a partition)" in result.output
+
+
+def test_the_schedules_schema_rejects_drift(tmp_path: Path, url: str):
+    entry = tmp_path / "schedules.py"
+    entry.write_text(SCHEDULES_ENTRY)
+    document = _schedules(str(entry), url)
+    assert_invalid(_changed(document, ("flows", 0, "trigger", "catchup"), 0), "schedules.v1.json")
+    assert_invalid(_changed(document, ("flows", 0, "next_ticks", 0, "at"), "tomorrow"), "schedules.v1.json")
+    assert_invalid(_changed(document, ("flows", 0, "paused"), DELETE), "schedules.v1.json")

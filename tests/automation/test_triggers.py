@@ -59,6 +59,7 @@ def test_declarations_describe_themselves() -> None:
         "cron": "0 * * * *",
         "timezone": "Europe/Berlin",
         "start": cron.start.isoformat(),
+        "catchup": "all",
     }
 
 

@@ -54,6 +54,7 @@ CLI_DOCUMENTS = (
     "pending",
     "trigger-pass",
     "flow-state",
+    "schedules",
 )
 SECRET = "tenant-secret-42"  # a distinctive key: it must never leak unless recorded on purpose
 WAIT = 30.0  # seconds any wait for work may take before the test fails

@@ -46,6 +46,8 @@ class PassReport:
     waiting: dict[str, list[int]] = field(default_factory=dict)
     rejected: list[tuple[int, str]] = field(default_factory=list)
     scheduled: list[str] = field(default_factory=list)
+    #: Missed schedule keys this pass passes over because of the trigger's ``catchup``.
+    skipped_by_catchup: list[str] = field(default_factory=list)
     paused: bool = False
 
 
@@ -171,6 +173,11 @@ class TriggerEvaluator:
                 seen.add(key)
                 report.scheduled.append(key)
             previous = tick
+        limit = trigger.catchup_limit
+        if limit is not None and len(report.scheduled) > limit:
+            # The older missed keys are passed over for good: the cursor moves past their ticks.
+            report.skipped_by_catchup = report.scheduled[:-limit]
+            report.scheduled = report.scheduled[-limit:]
         if record and ticks:
             self.triggers.record_schedule(self.flow.name, report.scheduled, ticks[-1].timestamp(), now.timestamp())
 

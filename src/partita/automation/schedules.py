@@ -30,7 +30,7 @@ from croniter import CroniterBadDateError, croniter
 
 from partita.errors import DefinitionError
 
-__all__ = ["cron_ticks", "fires_after", "is_five_field_cron", "scheduled_key"]
+__all__ = ["cron_ticks", "fires_after", "is_five_field_cron", "next_ticks", "scheduled_key", "tick_before"]
 
 _UTC = dt.UTC
 _EPSILON = dt.timedelta(microseconds=1)
@@ -78,6 +78,32 @@ def cron_ticks(cron: str, zone: ZoneInfo, after: dt.datetime, until: dt.datetime
             break
         found.update(instant for instant in occurrences if after_utc < instant <= until_utc)
     return [instant.astimezone(zone) for instant in sorted(found)]
+
+
+def next_ticks(cron: str, zone: ZoneInfo, after: dt.datetime, count: int) -> list[dt.datetime]:
+    """The first ``count`` ticks after ``after`` (fewer only when the expression fires that rarely).
+
+    The window doubles from an hour: a minute schedule walks a few dozen
+    ticks, one that fires once a leap year is found in some twenty steps, and
+    the search gives up past 32 years.
+    """
+    window = dt.timedelta(hours=1)
+    while True:
+        found = cron_ticks(cron, zone, after, after + window)
+        if len(found) >= count or window > dt.timedelta(days=366 * 32):
+            return found[:count]
+        window *= 2
+
+
+def tick_before(cron: str, zone: ZoneInfo, moment: dt.datetime) -> dt.datetime | None:
+    """The last tick at or before ``moment`` (None past 32 years back), searched like `next_ticks`."""
+    window = dt.timedelta(hours=1)
+    while window <= dt.timedelta(days=366 * 32):
+        found = cron_ticks(cron, zone, moment - window, moment)
+        if found:
+            return found[-1]
+        window *= 2
+    return None
 
 
 def _offset_spread(zone: ZoneInfo, around: dt.datetime) -> dt.timedelta:

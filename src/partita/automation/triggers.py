@@ -3,11 +3,14 @@
 - `OnAssetEvents(assets, mapper=IdentityMapper())`: a consumer run per
   downstream key once every listed upstream asset has events for the keys
   that key needs (per the mapper).
-- `CronPartitions(cron, timezone="UTC", start=...)`: a run per elapsed
-  schedule tick, for the partition of the flow's time definition that has
-  ended by that tick; ``start`` is explicit, so there is no implicit history.
-  Ticks are real instants, also on daylight-saving days (see
-  `partita.automation.schedules`).
+- `CronPartitions(cron, timezone="UTC", start=..., catchup="all")`: a run per
+  elapsed schedule tick, for the partition of the flow's time definition that
+  has ended by that tick; ``start`` is explicit, so there is no implicit
+  history. Ticks are real instants, also on daylight-saving days (see
+  `partita.automation.schedules`). ``catchup`` says what a pass does with
+  ticks it finds missed (the daemon was stopped, or ``start`` is in the
+  past): run every one (``"all"``), only the latest (``"latest"``), or at
+  most the latest N (an int).
 
 Both take ``rerun_interrupted`` (default 2): how many follow-up runs a
 request gets when its consumer run is cut short by a crash, so that every
@@ -31,6 +34,9 @@ __all__ = ["CronPartitions", "OnAssetEvents", "Trigger"]
 
 #: Follow-up runs a request gets by default after its run was interrupted.
 DEFAULT_RERUN_INTERRUPTED = 2
+#: Catch-up choices besides a number: every missed tick, or only the latest one.
+CATCHUP_ALL = "all"
+CATCHUP_LATEST = "latest"
 
 
 def _rerun_interrupted(value: Any, owner: str) -> int:
@@ -65,6 +71,16 @@ class OnAssetEvents:
         return {"kind": "asset_events", "assets": list(self.assets), "mapper": self.mapper.describe()}
 
 
+def _catchup(value: Any) -> str | int:
+    if value in (CATCHUP_ALL, CATCHUP_LATEST):
+        return str(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise DefinitionError(
+            'CronPartitions catchup must be "all", "latest" or a whole number of ticks, 1 or more'
+        )
+    return value
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class CronPartitions:
     """Run the flow for every elapsed tick of ``cron`` from ``start`` on."""
@@ -73,6 +89,8 @@ class CronPartitions:
     timezone: str
     start: dt.datetime
     rerun_interrupted: int = DEFAULT_RERUN_INTERRUPTED
+    #: ``"all"``, ``"latest"``, or at most this many of the latest missed ticks.
+    catchup: str | int = CATCHUP_ALL
 
     def __init__(
         self,
@@ -81,6 +99,7 @@ class CronPartitions:
         start: Any = None,
         timezone: str = "UTC",
         rerun_interrupted: int = DEFAULT_RERUN_INTERRUPTED,
+        catchup: str | int = CATCHUP_ALL,
     ) -> None:
         if not is_five_field_cron(cron):
             raise DefinitionError("CronPartitions cron is not a valid cron expression (five fields, e.g. '0 * * * *')")
@@ -107,6 +126,14 @@ class CronPartitions:
         object.__setattr__(self, "timezone", timezone)
         object.__setattr__(self, "start", start)
         object.__setattr__(self, "rerun_interrupted", _rerun_interrupted(rerun_interrupted, "CronPartitions"))
+        object.__setattr__(self, "catchup", _catchup(catchup))
+
+    @property
+    def catchup_limit(self) -> int | None:
+        """How many of a pass's missed keys run (the latest ones); None for all."""
+        if self.catchup == CATCHUP_ALL:
+            return None
+        return 1 if self.catchup == CATCHUP_LATEST else int(self.catchup)
 
     def counted_after(self, after: dt.datetime | None) -> dt.datetime:
         """The instant ticks are counted strictly after: the last handled tick, never before ``start``.
@@ -120,7 +147,13 @@ class CronPartitions:
         return cron_ticks(self.cron, ZoneInfo(self.timezone), self.counted_after(after), until)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "cron", "cron": self.cron, "timezone": self.timezone, "start": self.start.isoformat()}
+        return {
+            "kind": "cron",
+            "cron": self.cron,
+            "timezone": self.timezone,
+            "start": self.start.isoformat(),
+            "catchup": self.catchup,
+        }
 
 
 Trigger = OnAssetEvents | CronPartitions

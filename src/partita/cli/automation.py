@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import logging
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -24,12 +22,12 @@ from partita.cli.common import (
     handles_errors,
     json_option,
     opened_store,
+    preview_store,
     reading_store,
     store_option,
 )
 from partita.cli.entry import load_trigger_flows
 from partita.errors import ConfigurationError, StoreError
-from partita.store import SqlStore, open_store
 from partita.store.triggers import TriggerStore
 
 
@@ -114,7 +112,7 @@ def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
     flows = load_trigger_flows(entry)
     documents = []
     now = time.time()
-    with _pending_store(store_url) as store:
+    with preview_store(store_url) as store:
         triggers = TriggerStore(store)
         for flow in flows:
             evaluator = TriggerEvaluator(flow, store)
@@ -162,20 +160,6 @@ def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
                 document["rejected_events"] = [event_id for event_id, _ in report.rejected]
             documents.append(document)
     return {"flows": documents}
-
-
-@contextlib.contextmanager
-def _pending_store(store_url: str | None) -> Iterator[SqlStore]:
-    """The store to preview against; without one, an empty in-memory store (a preview creates no file)."""
-    with reading_store(store_url) as store:
-        if store is not None:
-            yield store
-            return
-    empty = open_store("sqlite://")
-    try:
-        yield empty
-    finally:
-        empty.close()
 
 
 def render_pending(document: dict[str, Any]) -> None:

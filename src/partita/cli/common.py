@@ -181,3 +181,17 @@ def reading_store(store_url: str | None) -> Iterator[SqlStore | None]:
         yield store
     finally:
         store.close()
+
+
+@contextlib.contextmanager
+def preview_store(store_url: str | None) -> Iterator[SqlStore]:
+    """The store a preview reads; without one, an empty in-memory store (a preview creates no file)."""
+    with reading_store(store_url) as store:
+        if store is not None:
+            yield store
+            return
+    empty = open_store("sqlite://")
+    try:
+        yield empty
+    finally:
+        empty.close()

@@ -38,6 +38,7 @@ from partita.cli.events import events
 from partita.cli.progress import ProgressDisplay, ResultCapture
 from partita.cli.render import render_assets, render_known_partitions, render_partitions, render_plan, render_result
 from partita.cli.runs import runs
+from partita.cli.schedules import schedules
 from partita.cli.signals import Termination, cancel_on_sigterm
 from partita.errors import ConfigurationError, UnknownPartitionError
 from partita.flow import Flow
@@ -376,6 +377,7 @@ cli.add_command(events)
 cli.add_command(serve)
 cli.add_command(trigger)
 cli.add_command(flows)
+cli.add_command(schedules)
 
 
 def main() -> None:
