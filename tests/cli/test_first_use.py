@@ -103,3 +103,71 @@ def test_progress_labels_its_two_times() -> None:
 
     assert re.search(r"elapsed \d+:\d\d:\d\d", line), line
     assert re.search(r"remaining (-:--:--|\d+:\d\d:\d\d)", line), line
+
+
+# -- errors name what the user typed ---------------------------------------------------------
+
+SELECTION_ENTRY = """
+from partita import AssetRegistry, DatePartitionDef, Flow, StaticPartitionDef, asset
+
+registry = AssetRegistry()
+
+
+@asset(partition_def=DatePartitionDef(), registry=registry)
+def daily(context):
+    return 1
+
+
+@asset(partition_def=StaticPartitionDef("regions", ["eu-qq41", "us-qq42"]), registry=registry)
+def regional(context):
+    return 1
+
+
+flow = Flow(["daily"], registry=registry)
+"""
+
+
+@pytest.fixture
+def selection_entry(tmp_path: Path) -> str:
+    (tmp_path / "selection.py").write_text(SELECTION_ENTRY)
+    return "selection.py"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        (["--partition-key", "2026-08-08", "--partition-key", "2026-8-8"], "--partition-key #2"),
+        (["--partition-range", "2026-08-10", "2026-08-08"], "--partition-range"),
+        (["--partition-range", "2026-8-1", "2026-08-08"], "--partition-range"),
+        (["--target", "regional", "--partition-range", "eu-qq41", "us-qq42"], "--partition-range is not supported"),
+        (["--partition-key", "2026-08-08", "--partition-range", "2026-08-08", "2026-08-09"], "--partition-key and --partition-range"),
+        ([], "--partition-key, --partition-range or --empty-partitions"),
+    ],
+)
+def test_selection_errors_on_the_cli_name_the_flags_typed_not_config_fields(
+    selection_entry: str, arguments: list[str], named: str
+) -> None:
+    result = _cli("plan", selection_entry, *arguments)
+
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.stderr.split())
+    assert named in message, message
+    for field in ("partition_keys", "partition_range", "empty_partitions"):
+        assert field not in message, message
+
+
+def test_selection_errors_in_python_keep_the_config_field_names(tmp_path: Path, selection_entry: str) -> None:
+    from partita.cli.entry import load_entry
+    from partita.errors import SelectionError
+
+    flow = load_entry(selection_entry)
+    for config, named in (
+        ({"partition_keys": ["2026-08-08", "2026-8-8"]}, "partition_keys[1]"),
+        ({"partition_range": ("2026-08-10", "2026-08-08")}, "partition_range"),
+        ({}, "partition_keys, partition_range or empty_partitions"),
+    ):
+        for plan in (flow.plan, flow.plan_from_text):
+            with pytest.raises(SelectionError) as raised:
+                plan(config)
+            assert named in str(raised.value)
+            assert "--partition" not in str(raised.value)

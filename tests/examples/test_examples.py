@@ -92,7 +92,7 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "rejected: a datetime is not a date partition key",
         "rejected: date partition key is earlier than the definition's start",
         "rejected: date partition key text is not a valid calendar date",
-        "reversed range: partition_range start is later than end",
+        "reversed range: range start is later than end",
         "month: monthly month YYYY-MM",
         "months: ['2025-11', '2025-12', '2026-01', '2026-02']",
         "in memory: datetime.date(2026, 2, 1)",
@@ -500,7 +500,7 @@ CLI_COMMANDS: dict[str, tuple[int, list[str]]] = {
     ),
     "partita plan examples/first_asset.py --partition-key 2026-08-08 --json": (0, ['"schema": "partita.plan"']),
     "partita run examples/first_asset.py --partition-key 2026-08-08 --yes": (0, ["status: success"]),
-    "partita plan examples/first_asset.py": (2, ["select partitions with partition_keys"]),
+    "partita plan examples/first_asset.py": (2, ["select partitions with --partition-key"]),
     "partita plan examples/quickstart.py --partition-range 2026-08-08 2026-08-10": (
         0,
         ["exchange_rates", "attempts: 10"],

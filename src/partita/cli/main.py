@@ -43,6 +43,7 @@ from partita.cli.signals import Termination, cancel_on_sigterm
 from partita.errors import ConfigurationError, UnknownPartitionError
 from partita.flow import Flow
 from partita.planning.plan import FlowPlan, describe_asset
+from partita.planning.selection import SelectionFields
 from partita.results.model import RunResult, RunStatus
 from partita.version import __version__
 
@@ -54,6 +55,12 @@ def _stdin_is_interactive() -> bool:
 def _entry_flow(entry: str, targets: tuple[str, ...]) -> Flow:
     flow = load_entry(entry)
     return flow.with_targets(list(targets)) if targets else flow
+
+
+#: Selection errors name the flags the user typed, not the configuration fields behind them.
+CLI_SELECTION_FIELDS = SelectionFields(
+    keys="--partition-key", range="--partition-range", empty="--empty-partitions", one_key="--partition-key #{number}"
+)
 
 
 def _selection_config(
@@ -221,7 +228,7 @@ def _make_plan(
 ) -> tuple[Flow, FlowPlan]:
     flow = _entry_flow(entry, targets)
     config = _selection_config(partition_keys, partition_range, empty_partitions, max_concurrency)
-    return flow, flow.plan_from_text(config)
+    return flow, flow.plan_from_text(config, fields=CLI_SELECTION_FIELDS)
 
 
 def _check_pending_alone(targets: tuple[str, ...], selection: dict[str, Any]) -> None:
