@@ -42,6 +42,7 @@ from partita.cli.schedules import schedules
 from partita.cli.signals import Termination, cancel_on_sigterm
 from partita.errors import ConfigurationError, UnknownPartitionError
 from partita.flow import Flow
+from partita.planning.lineage import GraphFormat, Lineage, render_lineage
 from partita.planning.plan import FlowPlan, describe_asset
 from partita.planning.selection import SelectionFields
 from partita.results.model import RunResult, RunStatus
@@ -113,6 +114,26 @@ def _selection_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+_TABLE = "table"
+
+
+def _format_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--format", "output_format", type=click.Choice([_TABLE, *(form.value for form in GraphFormat)]),
+        default=_TABLE, show_default=True,
+        help="table for people; mermaid (a flowchart) or dot (a Graphviz digraph) prints the lineage as text.",
+    )(command)
+
+
+def _graph_format(output_format: str, as_json: bool) -> GraphFormat | None:
+    """The graph form asked for, or None for the table; --json prints its own document, so not both."""
+    if output_format == _TABLE:
+        return None
+    if as_json:
+        raise ConfigurationError(f"--format {output_format} and --json cannot be combined; choose one output")
+    return GraphFormat(output_format)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="partita")
 def cli() -> None:
@@ -121,12 +142,17 @@ def cli() -> None:
 
 @cli.command()
 @_entry_argument
+@_format_option
 @json_option
 @handles_errors
-def assets(entry: str, targets: tuple[str, ...], as_json: bool) -> None:
+def assets(entry: str, targets: tuple[str, ...], output_format: str, as_json: bool) -> None:
     """List the assets of ENTRY's flow (or of --target) and their dependencies."""
+    graph = _graph_format(output_format, as_json)
     flow = _entry_flow(entry, targets)
     closure = flow.closure()
+    if graph is not None:
+        click.echo(render_lineage(Lineage.of_closure(closure), graph), nl=False)
+        return
     if as_json:
         described = [{**describe_asset(definition), "target": definition.name in flow.targets} for definition in closure]
         emit_document("assets", {"targets": list(flow.targets), "assets": described})
@@ -255,14 +281,26 @@ def _check_pending_alone(targets: tuple[str, ...], selection: dict[str, Any]) ->
 @_selection_options
 @click.option("--pending", is_flag=True, help="Show what ENTRY's triggers would start now (nothing starts).")
 @store_option
+@_format_option
 @json_option
 @handles_errors
-def plan(entry: str, targets: tuple[str, ...], as_json: bool, pending: bool, store_url: str | None, **selection: Any) -> None:
+def plan(
+    entry: str,
+    targets: tuple[str, ...],
+    as_json: bool,
+    pending: bool,
+    store_url: str | None,
+    output_format: str,
+    **selection: Any,
+) -> None:
     """Show what a run of ENTRY would do, without running anything.
 
     With --pending: the consumer runs ENTRY's triggers would start now, and
     the keys still waiting for upstream events (nothing is started or recorded).
     """
+    graph = _graph_format(output_format, as_json)
+    if pending and graph is not None:
+        raise ConfigurationError(f"--format {output_format} draws a plan's lineage; it cannot be combined with --pending")
     if pending:
         _check_pending_alone(targets, selection)
         document = pending_document(entry, store_url)
@@ -272,6 +310,9 @@ def plan(entry: str, targets: tuple[str, ...], as_json: bool, pending: bool, sto
             render_pending(document)
         return
     _, flow_plan = _make_plan(entry, targets, **selection)
+    if graph is not None:
+        click.echo(render_lineage(Lineage.of_plan(flow_plan), graph), nl=False)
+        return
     if as_json:
         emit_json(flow_plan.to_dict())
         return
