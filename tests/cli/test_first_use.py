@@ -171,3 +171,115 @@ def test_selection_errors_in_python_keep_the_config_field_names(tmp_path: Path, 
                 plan(config)
             assert named in str(raised.value)
             assert "--partition" not in str(raised.value)
+
+
+# -- 80 columns and pipes ----------------------------------------------------------------------
+
+DAILY_ENTRY = """
+from partita import AssetRegistry, DatePartitionDef, Flow, asset
+
+registry = AssetRegistry()
+
+
+@asset(partition_def=DatePartitionDef(), registry=registry)
+def extract_orders_from_the_warehouse(context):
+    return 1
+
+
+@asset(partition_def=DatePartitionDef(), registry=registry)
+def orders_report_for_finance(context, extract_orders_from_the_warehouse):
+    return 1
+
+
+flow = Flow(["orders_report_for_finance"], registry=registry)
+"""
+
+
+def _recorded_run(tmp_path: Path, columns: int = 80, env: dict[str, str] | None = None) -> tuple[Any, str, str]:
+    """Run the daily entry into a store under a long path; return the result, its run id and the store URL."""
+    (tmp_path / "daily.py").write_text(DAILY_ENTRY)
+    folder = tmp_path / "a-rather-long-folder-name-for-the-history" / "of-this-particular-project"
+    folder.mkdir(parents=True)
+    url = f"sqlite:///{folder / 'history.db'}"
+    result = CliRunner().invoke(
+        cli,
+        ["run", "daily.py", "--partition-range", "2026-08-08", "2026-08-09", "--yes", "--store", url],
+        catch_exceptions=False,
+        env={"COLUMNS": str(columns), **(env or {})},
+    )
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.stderr.splitlines() if line.startswith("recorded as run "))
+    return result, line.split()[3], url
+
+
+def test_piped_recorded_as_run_line_is_one_unwrapped_line(tmp_path: Path) -> None:
+    result, run_id, url = _recorded_run(tmp_path)
+
+    assert len(run_id) == 32
+    assert f"recorded as run {run_id} in {url}" in result.stderr.splitlines()
+
+
+def test_piped_tables_are_plain_lines_with_full_ids_and_times(tmp_path: Path) -> None:
+    _, run_id, url = _recorded_run(tmp_path)
+
+    listed = _cli("runs", "list", "--store", url)
+
+    assert listed.exit_code == 0, listed.output
+    lines = listed.stdout.splitlines()
+    assert lines[0] == f"runs in {url} (any unique prefix of a run id works)"
+    assert lines[1].split() == ["run", "id", "status", "started", "duration", "targets", "attempts", "failed", "skipped"]
+    row = lines[2].split()
+    assert row[0] == run_id
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", row[2]) and re.fullmatch(r"\d\d:\d\d:\d\d", row[3])
+    assert row[5] == "orders_report_for_finance"
+    assert not any(character in listed.stdout for character in "│┃━…")
+
+
+def test_piped_plan_and_run_tables_never_truncate_asset_names(tmp_path: Path) -> None:
+    result, _, _ = _recorded_run(tmp_path)
+
+    assert "…" not in result.output
+    assert any(line.split()[:2] == ["extract_orders_from_the_warehouse", "success"] for line in result.stdout.splitlines())
+
+
+def test_a_table_wider_than_the_terminal_becomes_records_with_every_value_whole() -> None:
+    from rich.table import Table
+
+    from partita.cli.tables import print_table
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=80, color_system=None)
+    run_id = "75c466d2" * 4
+    table = Table(title="runs")
+    for column in ("run id", "status", "started", "duration", "targets"):
+        table.add_column(column)
+    table.add_row(run_id, "[red]failed[/]", "2026-12-01 14:00:00", "1.25s", "orders_report_for_finance")
+
+    print_table(console, table)
+
+    assert console.file.getvalue().splitlines() == [  # type: ignore[attr-defined]
+        "runs",
+        f"run id: {run_id}",
+        "  status: failed",
+        "  started: 2026-12-01 14:00:00",
+        "  duration: 1.25s",
+        "  targets: orders_report_for_finance",
+    ]
+
+
+def test_a_table_that_fits_the_terminal_stays_a_table() -> None:
+    from rich.table import Table
+
+    from partita.cli.tables import print_table
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=80, color_system=None)
+    table = Table(title="tasks")
+    for column in ("asset", "status"):
+        table.add_column(column)
+    table.add_row("extract", "success")
+
+    print_table(console, table)
+
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert text.splitlines()[0] == "tasks"
+    assert "│ extract │ success │" in text
+    assert all(len(line) <= 80 for line in text.splitlines())

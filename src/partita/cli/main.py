@@ -40,6 +40,7 @@ from partita.cli.render import render_assets, render_known_partitions, render_pa
 from partita.cli.runs import runs
 from partita.cli.schedules import schedules
 from partita.cli.signals import Termination, cancel_on_sigterm
+from partita.cli.tables import cli_console
 from partita.errors import ConfigurationError, UnknownPartitionError
 from partita.flow import Flow
 from partita.planning.lineage import GraphFormat, Lineage, render_lineage
@@ -157,7 +158,7 @@ def assets(entry: str, targets: tuple[str, ...], output_format: str, as_json: bo
         described = [{**describe_asset(definition), "target": definition.name in flow.targets} for definition in closure]
         emit_document("assets", {"targets": list(flow.targets), "assets": described})
         return
-    render_assets(Console(), closure, flow.targets)
+    render_assets(cli_console(), closure, flow.targets)
 
 
 class _PartitionsGroup(click.Group):
@@ -212,7 +213,7 @@ def describe_partitions(
         if as_json:
             emit_document("partitions", {"domain": domain, "keys": [record.to_dict() for record in known]})
             return
-        render_known_partitions(Console(), domain, known)
+        render_known_partitions(cli_console(), domain, known)
         return
     if as_json:
         described = [
@@ -222,7 +223,7 @@ def describe_partitions(
         ]
         emit_document("partitions", {"assets": described})
         return
-    render_partitions(Console(), closure)
+    render_partitions(cli_console(), closure)
 
 
 @partitions.command("retire")
@@ -241,7 +242,7 @@ def retire_partition(name: str, key: str, store_url: str | None, as_json: bool) 
     if as_json:
         emit_document("partition-retired", {"domain": domain, "partition": record.to_dict()})
         return
-    Console().print(f"retired a partition of {domain} (last seen {record.last_seen:%Y-%m-%d %H:%M:%S})", highlight=False)
+    cli_console().print(f"retired a partition of {domain} (last seen {record.last_seen:%Y-%m-%d %H:%M:%S})", highlight=False)
 
 
 def _make_plan(
@@ -316,7 +317,7 @@ def plan(
     if as_json:
         emit_json(flow_plan.to_dict())
         return
-    render_plan(Console(), flow_plan)
+    render_plan(cli_console(), flow_plan)
 
 
 @cli.command()
@@ -355,7 +356,7 @@ def run(
                 "partita run needs approval: pass --yes when not running on an interactive terminal"
             )
     flow, flow_plan = _make_plan(entry, targets, **selection)
-    err = Console(stderr=True)
+    err = cli_console(stderr=True)
     # The store opens before approval: an unusable store stops here (exit 4).
     with opened_store(store_url, no_store) as store:
         render_plan(err, flow_plan)
@@ -411,9 +412,9 @@ def _report(result: RunResult, flow_plan: FlowPlan, as_json: bool) -> None:
     if as_json:
         emit_document("run-result", {"plan": flow_plan.to_dict(), "result": result.to_record(version=1)})
     else:
-        render_result(Console(), result)
+        render_result(cli_console(), result)
     if result.events_error is not None:
-        Console(stderr=True).print(
+        cli_console(stderr=True).print(
             "[yellow]warning:[/] the events this run published could not be read back "
             f"({escape(result.events_error.type)}); they are stored: see partita events list",
             highlight=False,

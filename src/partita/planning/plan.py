@@ -22,7 +22,14 @@ from partita.errors import PlanningError
 from partita.planning.graph import resolve_closure
 from partita.planning.groups import plan_groups
 from partita.planning.materialization import check_materialization
-from partita.planning.selection import CONFIG_FIELDS, KeySource, Selection, SelectionFields, SelectionKind, select_partitions
+from partita.planning.selection import (
+    CONFIG_FIELDS,
+    KeySource,
+    Selection,
+    SelectionFields,
+    SelectionKind,
+    select_partitions,
+)
 
 __all__ = ["FlowPlan", "PlanOptions", "ResourcePlan", "TaskPlan", "build_plan", "describe_asset"]
 
