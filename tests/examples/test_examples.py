@@ -733,6 +733,15 @@ CLI_COMMANDS.update(
             0,
             ["flow validate_batches resumed"],
         ),
+        # docs/operations.md
+        "partita plan examples/readme_example.py --partition-range 2026-08-08 2026-08-10 --format mermaid": (
+            0,
+            ["flowchart LR", 'n0["raw_events<br/>date, 3 attempts"]', "n1 --> n2", "class n0,n1 partitioned"],
+        ),
+        "partita assets examples/readme_example.py --format dot": (
+            0,
+            ["digraph lineage {", 'n0 [label="raw_events\\ndate", style=dashed];', "n1 -> n2;", "}"],
+        ),
         # docs/cli.md
         "partita serve --help": (0, ["SIGTERM", "--store", "--max-in-flight", "--poll-interval"]),
         "partita trigger --help": (0, ["--once", "--max-in-flight", "--json"]),
