@@ -1,9 +1,9 @@
 """Batch validation: a consumer flow validates each batch as soon as the producer announces it.
 
-The producer flow (`ingest`) commits batches 41, 42 and 43 in one long-running
-body. After each commit it publishes a readiness event for that batch's
-partition of `batch`. The consumer flow `validate_batches` declares
-``trigger=OnAssetEvents(["batch"])``: every announced batch key gets its own
+The producer flow (`receive_batches`) commits batches 41, 42 and 43 in one
+long-running body. After each commit it publishes a readiness event for that
+batch's partition of `arrived_batch`. The consumer flow `validate_batches`
+declares ``trigger=OnAssetEvents(["arrived_batch"])``: every announced batch key gets its own
 consumer run, which sees the event that started it in
 ``context.triggering_events``.
 
@@ -41,17 +41,22 @@ producer_paused = threading.Event()
 
 
 @asset(partition_def=batches)
-def batch() -> None:
-    """One committed batch. `ingest` announces it; nothing runs this body."""
+def arrived_batch() -> None:
+    """One committed batch. `receive_batches` announces it; nothing runs this body.
+
+    The name is this example's own: examples/batch_ingestion.py announces a
+    `batch`, and in one folder (one default store) its events must not start
+    this example's consumer.
+    """
 
 
 @asset
-def ingest(context: AssetContext) -> int:
+def receive_batches(context: AssetContext) -> int:
     """Commit batches one by one and announce each the moment it is durable."""
     for key in batches.keys:
         if key == "43":
             raise RuntimeError("batch 43: the source file is truncated")
-        receipt = context.emit("batch", partition_key=key, extra={"rows": ROWS[key]}, dedupe_key=f"batch-{key}")
+        receipt = context.emit("arrived_batch", partition_key=key, extra={"rows": ROWS[key]}, dedupe_key=f"batch-{key}")
         print(f"producer: batch {key} committed, readiness event {receipt.id}")
         if key == "42" and not producer_may_continue.is_set():
             producer_paused.set()
@@ -60,7 +65,7 @@ def ingest(context: AssetContext) -> int:
 
 
 @asset(partition_def=batches)
-def validated_batch(context: AssetContext) -> int:
+def checked_batch(context: AssetContext) -> int:
     """The consumer: one run per announced batch, told which event started it."""
     (event,) = context.triggering_events
     rows = event.extra["rows"]
@@ -69,8 +74,8 @@ def validated_batch(context: AssetContext) -> int:
     return rows
 
 
-flow = Flow(["ingest"])  # the producer: what `partita run examples/batch_validation.py` runs
-validate_batches = Flow(["validated_batch"], name="validate_batches", trigger=OnAssetEvents(["batch"]))
+flow = Flow(["receive_batches"])  # the producer: what `partita run examples/batch_validation.py` runs
+validate_batches = Flow(["checked_batch"], name="validate_batches", trigger=OnAssetEvents(["arrived_batch"]))
 
 
 def main() -> None:
@@ -85,7 +90,7 @@ def main() -> None:
         outcome: dict[str, str] = {}
 
         def produce() -> None:
-            outcome["status"] = Flow(["ingest"], store=store).run().status.value
+            outcome["status"] = Flow(["receive_batches"], store=store).run().status.value
 
         producer = threading.Thread(target=produce)
         producer.start()
@@ -104,7 +109,7 @@ def main() -> None:
         print(f"trigger pass after the failure: started {again} consumer runs")
 
         # Batch 41 is re-committed and announced again: a new event opens the key's next generation.
-        receipt = publish_event(store, flow, "batch", partition_key="41", extra={"rows": 1030})
+        receipt = publish_event(store, flow, "arrived_batch", partition_key="41", extra={"rows": 1030})
         print(f"external: batch 41 re-announced as event {receipt.id}")
         print(f"trigger pass after the re-announcement: started {TriggerDaemon([validate_batches], store).run_once()}")
 

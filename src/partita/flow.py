@@ -28,7 +28,7 @@ from partita.execution.executors import resolve_executor
 from partita.planning.approval import check_plan_matches
 from partita.planning.graph import resolve_closure
 from partita.planning.plan import FlowPlan, build_plan
-from partita.planning.selection import KeySource
+from partita.planning.selection import CONFIG_FIELDS, KeySource, SelectionFields
 from partita.results.model import RunResult
 from partita.store import Store, open_store, store_url_from_environment
 from partita.store.events import StoreEventLog
@@ -175,11 +175,14 @@ class Flow:
         """Validate the selection and describe the run without running anything."""
         return self._plan(RunConfig.coerce(config), KeySource.PYTHON)
 
-    def plan_from_text(self, config: ConfigLike = None) -> FlowPlan:
-        """Like `plan`, but selected keys are canonical text (as on the CLI)."""
-        return self._plan(RunConfig.coerce(config), KeySource.TEXT)
+    def plan_from_text(self, config: ConfigLike = None, *, fields: SelectionFields = CONFIG_FIELDS) -> FlowPlan:
+        """Like `plan`, but selected keys are canonical text (as on the CLI).
 
-    def _plan(self, config: RunConfig, source: KeySource) -> FlowPlan:
+        ``fields`` is how errors name the inputs; the CLI passes its flags.
+        """
+        return self._plan(RunConfig.coerce(config), KeySource.TEXT, fields)
+
+    def _plan(self, config: RunConfig, source: KeySource, fields: SelectionFields = CONFIG_FIELDS) -> FlowPlan:
         return build_plan(
             self.registry,
             self.targets,
@@ -188,6 +191,7 @@ class Flow:
             resources=self.resources,
             default_max_concurrency=self.max_concurrency,
             key_source=source,
+            fields=fields,
         )
 
     def _approved(self, config: ConfigLike | FlowPlan) -> FlowPlan:

@@ -106,7 +106,7 @@ def test_batch_validation_documents_match_their_schemas(url: str):
     (flow,) = _pending(BATCH_VALIDATION, url)["flows"]
     assert flow == {
         "flow": "validate_batches",
-        "trigger": {"kind": "asset_events", "assets": ["batch"], "mapper": "IdentityMapper"},
+        "trigger": {"kind": "asset_events", "assets": ["arrived_batch"], "mapper": "IdentityMapper"},
         "paused": False,
         "would_start": ["41", "42"],
         "waiting": [],

@@ -158,7 +158,7 @@ def test_a_custom_definition_that_raises_is_a_selection_error_that_hides_the_key
         result = invoke(*command, entry, "--target", target, "--partition-key", f"k-{MARKER}")
         output = _assert_clean(result, 2)
         assert f"{method} raised {raised}" in output
-        assert "partition_keys[0]" in output
+        assert "--partition-key #1" in output
     assert ran() == []
 
 

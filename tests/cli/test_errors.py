@@ -133,7 +133,7 @@ def test_non_canonical_date_message_names_the_field_and_rule(invoke, write_entry
 
     result = invoke("plan", path, "--target", "daily", "--partition-key", "2026-8-8")
 
-    assert "partition_keys[0]" in result.stderr
+    assert "--partition-key #1" in result.stderr
     assert "YYYY-MM-DD" in result.stderr
     assert "'daily'" in result.stderr
 
@@ -143,7 +143,7 @@ def test_reversed_range_message_says_start_is_later_than_end(invoke, write_entry
 
     result = invoke("plan", path, "--target", "daily", "--partition-range", "2026-08-10", "2026-08-08")
 
-    assert "partition_range" in result.stderr
+    assert "--partition-range" in result.stderr
     assert "later than end" in result.stderr
 
 
@@ -152,7 +152,7 @@ def test_range_on_static_definition_says_ranges_are_unsupported(invoke, write_en
 
     result = invoke("plan", path, "--target", "regional", "--partition-range", "eu-qq41", "us-qq42")
 
-    assert "partition_range is not supported" in result.stderr
+    assert "--partition-range is not supported" in result.stderr
     assert "static:regions" in result.stderr
 
 
@@ -162,7 +162,7 @@ def test_no_selector_names_the_partitioned_assets_and_the_choices(invoke, write_
     result = invoke("plan", path, "--target", "daily")
 
     assert "'daily'" in result.stderr
-    for choice in ("partition_keys", "partition_range", "empty_partitions"):
+    for choice in ("--partition-key", "--partition-range", "--empty-partitions"):
         assert choice in result.stderr
 
 

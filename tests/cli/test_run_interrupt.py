@@ -89,11 +89,11 @@ def _interrupt_run(entry: str, out_dir: Path, cwd: Path, *extra: str) -> tuple[i
 
 
 def _row(table: str, asset_name: str) -> dict[str, str]:
-    """The cells of ``asset_name``'s row in the rendered result table."""
+    """The cells of ``asset_name``'s row in the rendered result table (boxed, or plain in a pipe)."""
     header = next(line for line in table.splitlines() if "success" in line and "cancelled" in line)
-    columns = [cell.strip() for cell in re.split(r"[│┃|]", header) if cell.strip()]
+    columns = [cell.strip() for cell in re.split(r"[│┃|]|\s{2,}", header) if cell.strip()]
     for line in table.splitlines():
-        cells = [cell.strip() for cell in re.split(r"[│┃|]", line)]
+        cells = [cell.strip() for cell in re.split(r"[│┃|]|\s{2,}", line)]
         cells = [cell for cell in cells if cell]
         if cells and cells[0] == asset_name:
             return dict(zip(columns, cells, strict=True))

@@ -103,11 +103,11 @@ def _partita_json(*args: str, cwd: Path) -> dict[str, Any]:
 
 
 def _row(table: str, asset_name: str) -> dict[str, str]:
-    """The cells of ``asset_name``'s row in a rendered table."""
+    """The cells of ``asset_name``'s row in a rendered table (boxed, or plain in a pipe)."""
     header = next(line for line in table.splitlines() if "success" in line and "cancelled" in line)
-    columns = [cell.strip() for cell in re.split(r"[│┃|]", header) if cell.strip()]
+    columns = [cell.strip() for cell in re.split(r"[│┃|]|\s{2,}", header) if cell.strip()]
     for line in table.splitlines():
-        cells = [cell.strip() for cell in re.split(r"[│┃|]", line) if cell.strip()]
+        cells = [cell.strip() for cell in re.split(r"[│┃|]|\s{2,}", line) if cell.strip()]
         if cells and cells[0] == asset_name:
             return dict(zip(columns, cells, strict=True))
     raise AssertionError(f"no row for {asset_name!r} in:\n{table}")

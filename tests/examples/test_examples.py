@@ -92,7 +92,7 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "rejected: a datetime is not a date partition key",
         "rejected: date partition key is earlier than the definition's start",
         "rejected: date partition key text is not a valid calendar date",
-        "reversed range: partition_range start is later than end",
+        "reversed range: range start is later than end",
         "month: monthly month YYYY-MM",
         "months: ['2025-11', '2025-12', '2026-01', '2026-02']",
         "in memory: datetime.date(2026, 2, 1)",
@@ -427,8 +427,8 @@ EXPECTED_OUTPUT.update(
             "producer: batch 41 committed, readiness event 1",
             "producer: batch 42 committed, readiness event 2",
             "producer: still running (paused after batch 42)",
-            "consumer: validating batch 41 (event 1, 1025 rows, attempt of ingest)",
-            "consumer: validating batch 42 (event 2, 1050 rows, attempt of ingest)",
+            "consumer: validating batch 41 (event 1, 1025 rows, attempt of receive_batches)",
+            "consumer: validating batch 42 (event 2, 1050 rows, attempt of receive_batches)",
             "trigger pass: started 2 consumer runs",
             "producer: failed (batch 43: the source file is truncated)",
             "trigger pass after the failure: started 0 consumer runs",
@@ -500,7 +500,7 @@ CLI_COMMANDS: dict[str, tuple[int, list[str]]] = {
     ),
     "partita plan examples/first_asset.py --partition-key 2026-08-08 --json": (0, ['"schema": "partita.plan"']),
     "partita run examples/first_asset.py --partition-key 2026-08-08 --yes": (0, ["status: success"]),
-    "partita plan examples/first_asset.py": (2, ["select partitions with partition_keys"]),
+    "partita plan examples/first_asset.py": (2, ["select partitions with --partition-key"]),
     "partita plan examples/quickstart.py --partition-range 2026-08-08 2026-08-10": (
         0,
         ["exchange_rates", "attempts: 10"],
@@ -732,6 +732,15 @@ CLI_COMMANDS.update(
         "partita flows resume validate_batches --entry examples/batch_validation.py": (
             0,
             ["flow validate_batches resumed"],
+        ),
+        # docs/operations.md
+        "partita plan examples/readme_example.py --partition-range 2026-08-08 2026-08-10 --format mermaid": (
+            0,
+            ["flowchart LR", 'n0["raw_events<br/>date, 3 attempts"]', "n1 --> n2", "class n0,n1 partitioned"],
+        ),
+        "partita assets examples/readme_example.py --format dot": (
+            0,
+            ["digraph lineage {", 'n0 [label="raw_events\\ndate", style=dashed];', "n1 -> n2;", "}"],
         ),
         # docs/cli.md
         "partita serve --help": (0, ["SIGTERM", "--store", "--max-in-flight", "--poll-interval"]),

@@ -223,7 +223,7 @@ def test_run_with_a_malformed_selected_key_is_a_usage_error_before_any_body(entr
     result = invoke("run", entry, "--yes", "--partition-key", "")
 
     assert result.exit_code == 2
-    assert "partition_keys[0]" in result.stderr
+    assert "--partition-key #1" in result.stderr
 
 
 def test_a_producer_violation_exits_1(entry, keys_file):

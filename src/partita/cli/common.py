@@ -158,7 +158,9 @@ def opened_store(store_url: str | None, no_store: bool) -> Iterator[SqlStore | N
         )
     store = open_store(url)
     if store.created:
-        Console(stderr=True).print(f"partita: created the run-history store {escape(store.url)}", highlight=False)
+        Console(stderr=True).print(
+            f"partita: created the run-history store {escape(store.url)}", highlight=False, soft_wrap=True
+        )
     try:
         yield store
     finally:

@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -22,6 +21,7 @@ from partita.cli.common import (
     store_option,
 )
 from partita.cli.entry import load_registry
+from partita.cli.tables import cli_console, print_table
 from partita.errors import ConfigurationError
 from partita.events.emission import MAX_EXTRA_DEPTH, json_text_depth
 from partita.events.external import publish_event
@@ -56,7 +56,7 @@ def list_events(
     if as_json:
         emit_document("events", {"store": url, "events": [event.to_dict() for event in found]})
         return
-    console = Console()
+    console = cli_console()
     if not found:
         console.print(f"No matching events in {escape(url)}.", highlight=False)
         return
@@ -72,10 +72,10 @@ def list_events(
             "-" if event.partition_date is None else event.partition_date.isoformat(),
             escape(json.dumps(event.extra)) if event.extra else "",
             source.kind.value,
-            (source.run_id or "-")[:12],
+            source.run_id or "-",
             event.timestamp.strftime("%Y-%m-%d %H:%M:%S"),
         )
-    console.print(table)
+    print_table(console, table)
 
 
 def _parse_date(text: str | None) -> dt.datetime | None:
@@ -140,4 +140,4 @@ def emit_event(
         emit_document("emission", {"receipt": document})
         return
     state = "already published (duplicate)" if receipt.duplicate else "published"
-    Console().print(f"event {receipt.id} {state} at {receipt.timestamp.isoformat()}", highlight=False)
+    cli_console().print(f"event {receipt.id} {state} at {receipt.timestamp.isoformat()}", highlight=False)

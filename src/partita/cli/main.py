@@ -40,9 +40,12 @@ from partita.cli.render import render_assets, render_known_partitions, render_pa
 from partita.cli.runs import runs
 from partita.cli.schedules import schedules
 from partita.cli.signals import Termination, cancel_on_sigterm
+from partita.cli.tables import cli_console
 from partita.errors import ConfigurationError, UnknownPartitionError
 from partita.flow import Flow
+from partita.planning.lineage import GraphFormat, Lineage, render_lineage
 from partita.planning.plan import FlowPlan, describe_asset
+from partita.planning.selection import SelectionFields
 from partita.results.model import RunResult, RunStatus
 from partita.version import __version__
 
@@ -54,6 +57,12 @@ def _stdin_is_interactive() -> bool:
 def _entry_flow(entry: str, targets: tuple[str, ...]) -> Flow:
     flow = load_entry(entry)
     return flow.with_targets(list(targets)) if targets else flow
+
+
+#: Selection errors name the flags the user typed, not the configuration fields behind them.
+CLI_SELECTION_FIELDS = SelectionFields(
+    keys="--partition-key", range="--partition-range", empty="--empty-partitions", one_key="--partition-key #{number}"
+)
 
 
 def _selection_config(
@@ -106,6 +115,26 @@ def _selection_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+_TABLE = "table"
+
+
+def _format_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--format", "output_format", type=click.Choice([_TABLE, *(form.value for form in GraphFormat)]),
+        default=_TABLE, show_default=True,
+        help="table for people; mermaid (a flowchart) or dot (a Graphviz digraph) prints the lineage as text.",
+    )(command)
+
+
+def _graph_format(output_format: str, as_json: bool) -> GraphFormat | None:
+    """The graph form asked for, or None for the table; --json prints its own document, so not both."""
+    if output_format == _TABLE:
+        return None
+    if as_json:
+        raise ConfigurationError(f"--format {output_format} and --json cannot be combined; choose one output")
+    return GraphFormat(output_format)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="partita")
 def cli() -> None:
@@ -114,17 +143,22 @@ def cli() -> None:
 
 @cli.command()
 @_entry_argument
+@_format_option
 @json_option
 @handles_errors
-def assets(entry: str, targets: tuple[str, ...], as_json: bool) -> None:
+def assets(entry: str, targets: tuple[str, ...], output_format: str, as_json: bool) -> None:
     """List the assets of ENTRY's flow (or of --target) and their dependencies."""
+    graph = _graph_format(output_format, as_json)
     flow = _entry_flow(entry, targets)
     closure = flow.closure()
+    if graph is not None:
+        click.echo(render_lineage(Lineage.of_closure(closure), graph), nl=False)
+        return
     if as_json:
         described = [{**describe_asset(definition), "target": definition.name in flow.targets} for definition in closure]
         emit_document("assets", {"targets": list(flow.targets), "assets": described})
         return
-    render_assets(Console(), closure, flow.targets)
+    render_assets(cli_console(), closure, flow.targets)
 
 
 class _PartitionsGroup(click.Group):
@@ -179,7 +213,7 @@ def describe_partitions(
         if as_json:
             emit_document("partitions", {"domain": domain, "keys": [record.to_dict() for record in known]})
             return
-        render_known_partitions(Console(), domain, known)
+        render_known_partitions(cli_console(), domain, known)
         return
     if as_json:
         described = [
@@ -189,7 +223,7 @@ def describe_partitions(
         ]
         emit_document("partitions", {"assets": described})
         return
-    render_partitions(Console(), closure)
+    render_partitions(cli_console(), closure)
 
 
 @partitions.command("retire")
@@ -208,7 +242,7 @@ def retire_partition(name: str, key: str, store_url: str | None, as_json: bool) 
     if as_json:
         emit_document("partition-retired", {"domain": domain, "partition": record.to_dict()})
         return
-    Console().print(f"retired a partition of {domain} (last seen {record.last_seen:%Y-%m-%d %H:%M:%S})", highlight=False)
+    cli_console().print(f"retired a partition of {domain} (last seen {record.last_seen:%Y-%m-%d %H:%M:%S})", highlight=False)
 
 
 def _make_plan(
@@ -221,7 +255,7 @@ def _make_plan(
 ) -> tuple[Flow, FlowPlan]:
     flow = _entry_flow(entry, targets)
     config = _selection_config(partition_keys, partition_range, empty_partitions, max_concurrency)
-    return flow, flow.plan_from_text(config)
+    return flow, flow.plan_from_text(config, fields=CLI_SELECTION_FIELDS)
 
 
 def _check_pending_alone(targets: tuple[str, ...], selection: dict[str, Any]) -> None:
@@ -248,14 +282,26 @@ def _check_pending_alone(targets: tuple[str, ...], selection: dict[str, Any]) ->
 @_selection_options
 @click.option("--pending", is_flag=True, help="Show what ENTRY's triggers would start now (nothing starts).")
 @store_option
+@_format_option
 @json_option
 @handles_errors
-def plan(entry: str, targets: tuple[str, ...], as_json: bool, pending: bool, store_url: str | None, **selection: Any) -> None:
+def plan(
+    entry: str,
+    targets: tuple[str, ...],
+    as_json: bool,
+    pending: bool,
+    store_url: str | None,
+    output_format: str,
+    **selection: Any,
+) -> None:
     """Show what a run of ENTRY would do, without running anything.
 
     With --pending: the consumer runs ENTRY's triggers would start now, and
     the keys still waiting for upstream events (nothing is started or recorded).
     """
+    graph = _graph_format(output_format, as_json)
+    if pending and graph is not None:
+        raise ConfigurationError(f"--format {output_format} draws a plan's lineage; it cannot be combined with --pending")
     if pending:
         _check_pending_alone(targets, selection)
         document = pending_document(entry, store_url)
@@ -265,10 +311,13 @@ def plan(entry: str, targets: tuple[str, ...], as_json: bool, pending: bool, sto
             render_pending(document)
         return
     _, flow_plan = _make_plan(entry, targets, **selection)
+    if graph is not None:
+        click.echo(render_lineage(Lineage.of_plan(flow_plan), graph), nl=False)
+        return
     if as_json:
         emit_json(flow_plan.to_dict())
         return
-    render_plan(Console(), flow_plan)
+    render_plan(cli_console(), flow_plan)
 
 
 @cli.command()
@@ -307,7 +356,7 @@ def run(
                 "partita run needs approval: pass --yes when not running on an interactive terminal"
             )
     flow, flow_plan = _make_plan(entry, targets, **selection)
-    err = Console(stderr=True)
+    err = cli_console(stderr=True)
     # The store opens before approval: an unusable store stops here (exit 4).
     with opened_store(store_url, no_store) as store:
         render_plan(err, flow_plan)
@@ -363,9 +412,9 @@ def _report(result: RunResult, flow_plan: FlowPlan, as_json: bool) -> None:
     if as_json:
         emit_document("run-result", {"plan": flow_plan.to_dict(), "result": result.to_record(version=1)})
     else:
-        render_result(Console(), result)
+        render_result(cli_console(), result)
     if result.events_error is not None:
-        Console(stderr=True).print(
+        cli_console(stderr=True).print(
             "[yellow]warning:[/] the events this run published could not be read back "
             f"({escape(result.events_error.type)}); they are stored: see partita events list",
             highlight=False,

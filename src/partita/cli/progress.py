@@ -32,22 +32,31 @@ class ResultCapture:
 
 
 class ProgressDisplay:
-    """done/total, failed, skipped, rate and ETA for one run."""
+    """finished/total, failed, skipped, cancelled, rate, elapsed and remaining time for one run.
+
+    A cancelled attempt did not finish its work, so it is counted apart and
+    never advances the bar: after Ctrl-C the display says how far the run got.
+    """
 
     def __init__(self, console: Console) -> None:
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("[red]{task.fields[failed]} failed[/] [yellow]{task.fields[skipped]} skipped[/]"),
+            TextColumn(
+                "[red]{task.fields[failed]} failed[/] [yellow]{task.fields[skipped]} skipped[/]"
+                "{task.fields[cancelled]}"
+            ),
             TextColumn("{task.fields[rate]}/s"),
+            TextColumn("elapsed"),
             TimeElapsedColumn(),
+            TextColumn("remaining"),
             TimeRemainingColumn(),
             console=console,
             transient=False,
         )
-        self._task = self._progress.add_task("running", total=None, failed=0, skipped=0, rate="-")
-        self._done = self._failed = self._skipped = 0
+        self._task = self._progress.add_task("running", total=None, failed=0, skipped=0, rate="-", cancelled="")
+        self._done = self._failed = self._skipped = self._cancelled = 0
         self._started = time.monotonic()
         self._last_refresh = 0.0
 
@@ -63,8 +72,11 @@ class ProgressDisplay:
 
     def on_event(self, event: ExecutionEvent) -> None:
         if isinstance(event, AttemptFinished):
-            self._done += 1
             status = event.attempt.status
+            if status is AttemptStatus.CANCELLED:
+                self._cancelled += 1
+            else:
+                self._done += 1
             if status is AttemptStatus.FAILED:
                 self._failed += 1
             elif status is AttemptStatus.SKIPPED:
@@ -86,5 +98,6 @@ class ProgressDisplay:
             completed=self._done,
             failed=self._failed,
             skipped=self._skipped,
+            cancelled=f" [magenta]{self._cancelled} cancelled[/]" if self._cancelled else "",
             rate=f"{self._done / elapsed:,.0f}",
         )

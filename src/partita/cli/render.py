@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from partita.cli.tables import print_table
 from partita.definitions.assets import AssetDefinition
 from partita.planning.plan import FlowPlan
 from partita.planning.selection import SelectionKind
@@ -44,7 +45,7 @@ def render_assets(console: Console, closure: Sequence[AssetDefinition], targets:
             "async" if definition.is_async else "sync",
             "yes" if definition.name in targets else "",
         )
-    console.print(table)
+    print_table(console, table)
 
 
 def render_partitions(console: Console, closure: Sequence[AssetDefinition]) -> None:
@@ -65,7 +66,7 @@ def render_partitions(console: Console, closure: Sequence[AssetDefinition]) -> N
             partition_def.key_format,
             "yes" if partition_def.supports_range else "no",
         )
-    console.print(table)
+    print_table(console, table)
 
 
 def _selection_line(plan: FlowPlan) -> str:
@@ -97,7 +98,7 @@ def render_plan(console: Console, plan: FlowPlan) -> None:
             "discovers (1)" if task.discovers else "at run time" if task.attempt_count is None else str(task.attempt_count),
             "-" if task.group is None else str(task.group),
         )
-    console.print(table)
+    print_table(console, table)
     console.print(_selection_line(plan))
     concurrency = plan.options.max_concurrency
     attempts = plan.attempt_count if plan.attempt_count is not None else f"{plan.known_attempt_count} + fan-out"
@@ -121,7 +122,7 @@ def render_result(console: Console, result: RunResult) -> None:
             cell,
             *(str(counts[s]) for s in AttemptStatus),
         )
-    console.print(table)
+    print_table(console, table)
     for task in result.tasks.values():
         for attempt in task.attempts:
             if attempt.status is AttemptStatus.FAILED and attempt.failure is not None:
@@ -145,4 +146,4 @@ def render_known_partitions(console: Console, domain: str, known: Sequence[Any])
             record.first_seen.strftime("%Y-%m-%d %H:%M:%S"),
             record.last_seen.strftime("%Y-%m-%d %H:%M:%S"),
         )
-    console.print(table)
+    print_table(console, table)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -18,6 +17,7 @@ from partita.cli.common import (
     reading_store,
     store_option,
 )
+from partita.cli.tables import cli_console, print_table
 from partita.errors import UnknownRunError
 from partita.results.record import render_record
 from partita.store import StoredRun
@@ -90,16 +90,16 @@ def list_runs(limit: int, status: str | None, store_url: str | None, as_json: bo
     if as_json:
         emit_document("runs", {"store": url, "runs": [_summary(run) for run in found]})
         return
-    console = Console()
+    console = cli_console()
     if not found:
         console.print(f"No runs recorded in {escape(url)}.", highlight=False)
         return
-    table = Table(title=f"runs in {escape(url)} (ids abbreviated; any unique prefix works)", title_justify="left")
+    table = Table(title=f"runs in {escape(url)} (any unique prefix of a run id works)", title_justify="left")
     for column in ("run id", "status", "started", "duration", "targets", "attempts", "failed", "skipped"):
         table.add_column(column)
     for run in found:
         table.add_row(
-            run.run_id[:12],
+            run.run_id,
             _styled(run.status),
             run.header.started_at.strftime("%Y-%m-%d %H:%M:%S"),
             _seconds(run.duration),
@@ -108,7 +108,7 @@ def list_runs(limit: int, status: str | None, store_url: str | None, as_json: bo
             str(run.counts.get("failed", 0)),
             str(run.counts.get("skipped", 0)),
         )
-    console.print(table)
+    print_table(console, table)
 
 
 def _launch_document(launch: TriggerLaunch) -> dict[str, Any]:
@@ -138,7 +138,7 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
     if as_json:
         emit_document("run", {"run": record, "launch": None if launch is None else _launch_document(launch)})
         return
-    console = Console()
+    console = cli_console()
     console.print(
         f"run {run.run_id}: {_styled(run.status)}, started {run.header.started_at:%Y-%m-%d %H:%M:%S}, "
         f"duration {_seconds(run.duration)}",
@@ -175,7 +175,7 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
             _not_started(planned.get(task["asset"]), len(task["attempts"]), run.status),
             str(materialized),
         )
-    console.print(table)
+    print_table(console, table)
     for task in record["tasks"]:
         for attempt in task["attempts"]:
             if attempt["failure"] is not None:
@@ -202,7 +202,7 @@ def compare(first: str, second: str, store_url: str | None, as_json: bool) -> No
     if as_json:
         emit_document("runs-compare", comparison)
         return
-    console = Console()
+    console = cli_console()
     a, b = comparison["a"], comparison["b"]
     console.print(
         f"A {a['run_id']} ({_styled(a['status'])}, {_seconds(a['duration_seconds'])})  vs  "
@@ -222,4 +222,4 @@ def compare(first: str, second: str, store_url: str | None, as_json: bool) -> No
             _seconds(right.get("duration_seconds")),
             escape("; ".join(row["changes"])) or "unchanged",
         )
-    console.print(table)
+    print_table(console, table)

@@ -68,13 +68,13 @@ class _BoundedTimeDef(PartitionDef):
         try:
             first = self.normalize_key(start)
         except ValueError as exc:
-            raise ValueError(f"partition_range start is invalid: {exc}") from None
+            raise ValueError(f"range start is invalid: {exc}") from None
         try:
             last = self.normalize_key(end)
         except ValueError as exc:
-            raise ValueError(f"partition_range end is invalid: {exc}") from None
+            raise ValueError(f"range end is invalid: {exc}") from None
         if self._order(first) > self._order(last):
-            raise ValueError("partition_range start is later than end")
+            raise ValueError("range start is later than end")
         return first, last
 
     def key_contract(self) -> object:

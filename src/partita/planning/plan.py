@@ -22,7 +22,14 @@ from partita.errors import PlanningError
 from partita.planning.graph import resolve_closure
 from partita.planning.groups import plan_groups
 from partita.planning.materialization import check_materialization
-from partita.planning.selection import KeySource, Selection, SelectionKind, select_partitions
+from partita.planning.selection import (
+    CONFIG_FIELDS,
+    KeySource,
+    Selection,
+    SelectionFields,
+    SelectionKind,
+    select_partitions,
+)
 
 __all__ = ["FlowPlan", "PlanOptions", "ResourcePlan", "TaskPlan", "build_plan", "describe_asset"]
 
@@ -234,12 +241,13 @@ def build_plan(
     resources: Mapping[str, ResourcePolicy] | None = None,
     default_max_concurrency: int | None = None,
     key_source: KeySource = KeySource.PYTHON,
+    fields: SelectionFields = CONFIG_FIELDS,
 ) -> FlowPlan:
     closure = resolve_closure(registry, targets)
     planned_resources = _plan_resources(closure, resources or {})
     by_name = {definition.name: definition for definition in closure}
     check_materialization(by_name)
-    selection = select_partitions(closure, config, key_source)
+    selection = select_partitions(closure, config, key_source, fields)
     groups = plan_groups(partition_groups, by_name)
     group_of = {name: index for index, group in enumerate(groups) for name in group.assets}
     tasks = tuple(_task_plan(definition, selection, group_of.get(definition.name)) for definition in closure)

@@ -18,7 +18,7 @@ from partita.definitions.config import RunConfig
 from partita.errors import PlanningError, SelectionError
 from partita.partitions.base import PartitionDef, apply_key_rule, check_key_text
 
-__all__ = ["KeySource", "Selection", "SelectionKind", "select_partitions"]
+__all__ = ["CONFIG_FIELDS", "KeySource", "Selection", "SelectionFields", "SelectionKind", "select_partitions"]
 
 
 class SelectionKind(enum.Enum):
@@ -34,6 +34,36 @@ class KeySource(enum.Enum):
 
     PYTHON = "python"
     TEXT = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionFields:
+    """How diagnostics name the selection inputs.
+
+    A Python caller wrote configuration fields (``partition_keys[1]``); a
+    command-line user typed flags (``--partition-key #2``). Each is told
+    about the input in the words they used.
+    """
+
+    keys: str = "partition_keys"
+    range: str = "partition_range"
+    empty: str = "empty_partitions"
+    #: One selected key: ``{index}`` counts from 0, ``{number}`` from 1.
+    one_key: str = "partition_keys[{index}]"
+
+    def key(self, index: int) -> str:
+        return self.one_key.format(index=index, number=index + 1)
+
+    def form(self, name: str) -> str:
+        """The spelling of a `RunConfig.selection_forms` name."""
+        return {"partition_keys": self.keys, "partition_range": self.range, "empty_partitions": self.empty}[name]
+
+    def choices(self) -> str:
+        return f"{self.keys}, {self.range} or {self.empty}"
+
+
+#: The names a Python caller uses: the fields of `RunConfig`.
+CONFIG_FIELDS = SelectionFields()
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +90,13 @@ class Selection:
 
 
 def select_partitions(
-    closure: tuple[AssetDefinition, ...], config: RunConfig, source: KeySource = KeySource.PYTHON
+    closure: tuple[AssetDefinition, ...],
+    config: RunConfig,
+    source: KeySource = KeySource.PYTHON,
+    fields: SelectionFields = CONFIG_FIELDS,
 ) -> Selection:
     partitioned = [definition for definition in closure if definition.partition_def is not None]
-    forms = config.selection_forms()
+    forms = tuple(fields.form(name) for name in config.selection_forms())
     if not partitioned:
         if forms:
             raise SelectionError(
@@ -83,8 +116,7 @@ def select_partitions(
     if not forms:
         names = ", ".join(repr(definition.name) for definition in partitioned)
         raise SelectionError(
-            f"assets {names} are partitioned (domain {domain}); select partitions with "
-            "partition_keys, partition_range or empty_partitions"
+            f"assets {names} are partitioned (domain {domain}); select partitions with {fields.choices()}"
         )
     primary = partitioned[0]
     assert primary.partition_def is not None
@@ -92,11 +124,11 @@ def select_partitions(
     if config.empty_partitions:
         return Selection(SelectionKind.EMPTY, domain, (), primary.partition_def, producer_name)
     if config.partition_range is not None:
-        keys = _range_keys(primary, config.partition_range, source)
+        keys = _range_keys(primary, config.partition_range, source, fields)
         kind = SelectionKind.RANGE
     else:
         assert config.partition_keys is not None
-        keys = _normalized_keys(primary, config.partition_keys, source)
+        keys = _normalized_keys(primary, config.partition_keys, source, fields)
         kind = SelectionKind.KEYS
     for other in partitioned[1:]:
         if other.partition_def is not primary.partition_def:
@@ -175,7 +207,9 @@ def _storable(definition: PartitionDef, key: Any) -> Any:
     return key
 
 
-def _normalized_keys(owner: AssetDefinition, raw_keys: tuple[Any, ...], source: KeySource) -> tuple[Any, ...]:
+def _normalized_keys(
+    owner: AssetDefinition, raw_keys: tuple[Any, ...], source: KeySource, fields: SelectionFields = CONFIG_FIELDS
+) -> tuple[Any, ...]:
     definition = owner.partition_def
     assert definition is not None
     normalize, method = _normalizer(definition, source)
@@ -188,7 +222,7 @@ def _normalized_keys(owner: AssetDefinition, raw_keys: tuple[Any, ...], source: 
             key_id = apply_key_rule(definition, identity, key, "key_identity")
         except ValueError as exc:
             raise SelectionError(
-                f"partition_keys[{index}] is rejected by asset {owner.name!r} ({definition.domain}): {exc}"
+                f"{fields.key(index)} is rejected by asset {owner.name!r} ({definition.domain}): {exc}"
             ) from None
         if key_id not in seen:
             seen.add(key_id)
@@ -196,20 +230,22 @@ def _normalized_keys(owner: AssetDefinition, raw_keys: tuple[Any, ...], source: 
     return tuple(keys)
 
 
-def _range_keys(owner: AssetDefinition, bounds: tuple[Any, Any], source: KeySource) -> tuple[Any, ...]:
+def _range_keys(
+    owner: AssetDefinition, bounds: tuple[Any, Any], source: KeySource, fields: SelectionFields
+) -> tuple[Any, ...]:
     definition = owner.partition_def
     assert definition is not None
     if not definition.supports_range:
         raise SelectionError(
-            f"partition_range is not supported by asset {owner.name!r} ({definition.kind} definition, "
-            f"domain {definition.domain}); select keys with partition_keys"
+            f"{fields.range} is not supported by asset {owner.name!r} ({definition.kind} definition, "
+            f"domain {definition.domain}); select keys with {fields.keys}"
         )
     try:
         if source is KeySource.TEXT:
             bounds = (_range_bound(definition, bounds[0], "start"), _range_bound(definition, bounds[1], "end"))
         keys = apply_key_rule(definition, lambda pair: tuple(definition.range(*pair)), bounds, "range")
     except ValueError as exc:
-        raise SelectionError(f"partition_range is rejected by asset {owner.name!r} ({definition.domain}): {exc}") from None
+        raise SelectionError(f"{fields.range} is rejected by asset {owner.name!r} ({definition.domain}): {exc}") from None
     # A definition's range must already be normalized; this keeps a custom
     # one honest and drops duplicates it may produce.
     return _normalized_keys(owner, keys, KeySource.PYTHON)
@@ -221,7 +257,7 @@ def _range_bound(definition: PartitionDef, text: Any, end: str) -> Any:
             check_key_text(text)
         return apply_key_rule(definition, definition.parse_key, text, "parse_key")
     except ValueError as exc:
-        raise ValueError(f"partition_range {end} is invalid: {exc}") from None
+        raise ValueError(f"its {end} is invalid: {exc}") from None
 
 
 def _check_accepted(owner: AssetDefinition, keys: tuple[Any, ...]) -> None:

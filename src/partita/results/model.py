@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from partita.partitions.runtime import PartitionKey
     from partita.planning.plan import FlowPlan
 
+from partita.errors import SelectionError
+from partita.partitions.base import apply_key_rule
 from partita.results.attempts import (
     AttemptResult,
     AttemptStatus,
@@ -176,10 +178,24 @@ class RunResult:
         return counts
 
     def output(self, asset_name: str, partition_key: Any = None) -> Any:
-        """Convenience: the output of one successful attempt."""
+        """Convenience: the output of one successful attempt.
+
+        ``partition_key`` is taken as a selection takes it: a key object or
+        its canonical text (``"2026-08-08"`` for a date). A key the definition
+        rejects is a `SelectionError` naming the rule; a valid key this run
+        did not attempt is a ``LookupError``.
+        """
         task = self.tasks[asset_name]
         definition = self.plan.selection.definition
-        wanted = None if definition is None or not task.partitioned else definition.key_identity(partition_key)
+        wanted = None
+        if definition is not None and task.partitioned:
+            try:
+                key = apply_key_rule(definition, definition.normalize_key, partition_key, "normalize_key")
+            except ValueError as exc:
+                raise SelectionError(
+                    f"partition_key is rejected by asset {asset_name!r} ({definition.domain}): {exc}"
+                ) from None
+            wanted = definition.key_identity(key)
         for attempt in task.attempts:
             if wanted is None or definition.key_identity(attempt.partition_key) == wanted:  # type: ignore[union-attr]
                 if attempt.status is not AttemptStatus.SUCCESS:

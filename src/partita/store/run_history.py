@@ -32,7 +32,10 @@ from partita.store.run_rows import (
 )
 from partita.store.schema import attempts, events, invocations, runs
 
-__all__ = ["SqlRunHistory"]
+__all__ = ["MIN_RUN_ID_PREFIX", "SqlRunHistory"]
+
+#: A shorter prefix would match too many runs to be a useful way of naming one.
+MIN_RUN_ID_PREFIX = 4
 
 _STALE_HEARTBEAT_SECONDS = 60.0
 
@@ -227,7 +230,11 @@ class SqlRunHistory:
         row = connection.execute(select(runs).where(runs.c.run_id == run_id)).first()
         if row is not None:
             return row
-        if len(run_id) >= 4 and run_id.isalnum():
+        if run_id.isalnum() and len(run_id) < MIN_RUN_ID_PREFIX:
+            raise UnknownRunError(
+                f"run id prefix {run_id!r} is too short: give at least {MIN_RUN_ID_PREFIX} characters of the run id"
+            )
+        if run_id.isalnum():
             # Compared as text, not with LIKE: SQLite's LIKE ignores ASCII case, and an id never does.
             prefix = func.substr(runs.c.run_id, 1, len(run_id)) == run_id
             matches = list(connection.execute(select(runs).where(prefix).limit(2)))
