@@ -746,6 +746,7 @@ CLI_COMMANDS.update(
         "partita serve --help": (0, ["SIGTERM", "--store", "--max-in-flight", "--poll-interval"]),
         "partita trigger --help": (0, ["--once", "--max-in-flight", "--json"]),
         "partita flows --help": (0, ["pause", "resume"]),
+        "partita schedules --help": (0, ["catch-up", "pause", "--next"]),
     }
 )
 
