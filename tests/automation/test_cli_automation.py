@@ -172,7 +172,7 @@ def test_newer_schema_store_is_refused_with_exit_4(entry: str, url: str, command
 def test_serve_processes_event_and_stops_on_sigterm(entry: str, url: str) -> None:
     _seed(url, "2024-01-01")
     process = subprocess.Popen(
-        [sys.executable, "-m", "partita", "serve", entry, "--store", url, "--poll-interval", "0.05"],
+        [sys.executable, "-m", "partita", "serve", entry, "--store", url, "--poll-interval", "0.05", "--log-format", "json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -322,7 +322,7 @@ def test_plan_pending_and_trigger_once_over_a_spring_forward_day(spring_entry: s
 def test_serve_passes_a_spring_forward_day(spring_entry: str, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/spring.db"
     process = subprocess.Popen(
-        [sys.executable, "-m", "partita", "serve", spring_entry, "--store", url, "--poll-interval", "0.05"],
+        [sys.executable, "-m", "partita", "serve", spring_entry, "--store", url, "--poll-interval", "0.05", "--log-format", "json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

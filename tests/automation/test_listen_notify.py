@@ -449,7 +449,7 @@ def _consumer_runs(url: str) -> int:
 def _serve(entry: str, url: str, *options: str) -> subprocess.Popen[str]:
     """`partita serve ENTRY --store URL OPTIONS...` as a user starts it; its JSON logs go to stderr."""
     return subprocess.Popen(
-        [sys.executable, "-m", "partita", "serve", entry, "--store", url, *options],
+        [sys.executable, "-m", "partita", "serve", entry, "--store", url, "--log-format", "json", *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -110,6 +110,7 @@ def test_batch_validation_documents_match_their_schemas(url: str):
         "paused": False,
         "would_start": ["41", "42"],
         "waiting": [],
+        "waiting_progress": [],
         "rejected_events": [],
         "error": None,
         "follow_ups": [],

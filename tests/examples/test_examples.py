@@ -565,7 +565,13 @@ CLI_COMMANDS: dict[str, tuple[int, list[str]]] = {
     # docs/results-and-history.md
     "partita run examples/run_history.py --partition-range 2026-08-08 2026-08-10 --yes": (
         1,
-        ["exports: builtins.FileNotFoundError", "status: failed", "recorded as run"],
+        [
+            "exports: 1 failed",
+            "  2026-08-09  FileNotFoundError: the export for this day has not arrived",
+            "daily_total: 1 skipped (dependency failed)",
+            "status: failed",
+            "recorded as run",
+        ],
     ),
     "partita run examples/run_history.py --partition-range 2026-08-10 2026-08-12 --yes": (
         0,
@@ -597,7 +603,8 @@ CLI_COMMANDS: dict[str, tuple[int, list[str]]] = {
         [
             "batch 40: committed 1000 rows, announced as event",
             "batch 42: committed 1050 rows, announced as event",
-            "ingest: builtins.RuntimeError: batch 43: the source file is truncated",
+            "ingest: 1 failed",
+            "  RuntimeError: batch 43: the source file is truncated",
             "status: failed",
         ],
     ),
@@ -624,7 +631,8 @@ CLI_COMMANDS: dict[str, tuple[int, list[str]]] = {
         [
             "regional_export on_failure: export_cleanup event",
             "flow on_failure: ops_incident event",
-            "regional_export: builtins.ConnectionError: the warehouse refused the connection",
+            "regional_export: 1 failed",
+            "  us  ConnectionError: the warehouse refused the connection",
             "status: failed",
         ],
     ),

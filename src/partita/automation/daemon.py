@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import json
+import functools
 import logging
 import os
 import select
@@ -32,41 +32,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from partita.automation.evaluation import TriggerEvaluator, run_request
+from partita.automation.logs import json_log_handler
 from partita.automation.triggers import OnAssetEvents
 from partita.errors import PartitaError
 from partita.flow import Flow
+from partita.results.model import AttemptStatus, RunResult
 from partita.store.notifications import EventListener, listen_for_events
 from partita.store.sql import SqlStore
-from partita.store.triggers import TriggerStore
+from partita.store.triggers import TriggerRequest, TriggerStore
 
 __all__ = ["FlowFailure", "TriggerDaemon", "json_log_handler"]
 
 log = logging.getLogger("partita.daemon")
 
 HEARTBEAT_SECONDS = 5.0
-
-
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        document: dict[str, Any] = {
-            "at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        for key in ("flow", "request", "run_id", "partition_key", "daemon", "wakeup"):
-            if hasattr(record, key):
-                document[key] = getattr(record, key)
-        if record.exc_info:  # a bug's traceback, kept inside the one line
-            document["traceback"] = self.formatException(record.exc_info)
-        return json.dumps(document)
-
-
-def json_log_handler() -> logging.Handler:
-    """Structured logs: one JSON object per line on stderr."""
-    handler = logging.StreamHandler()
-    handler.setFormatter(_JsonFormatter())
-    return handler
 
 
 class _Wakeup:
@@ -128,6 +107,12 @@ class TriggerDaemon:
         #: Consumer runs started, and claimed runs whose start the store refused (their requests stay pending).
         self.started_runs = 0
         self.unstarted_runs = 0
+        #: Started consumer runs by outcome: succeeded, or failed (an asset failed, or the run was cancelled).
+        self.succeeded_runs = 0
+        self.failed_runs = 0
+        #: (flow, live result) of the failed runs, kept by `run_once` only (its caller lists their failed keys).
+        self.failed_results: list[tuple[str, RunResult]] = []
+        self._keep_failed = False
         self._claims = 0  # requests this daemon claimed (a pass that claims none ends run_once)
         self._counts = threading.Lock()
         # Set while serving when a run finishes (its slot is refilled at once) or on stop.
@@ -158,11 +143,18 @@ class TriggerDaemon:
         listener = self._listener
         return listener is not None and listener.listening
 
-    def _slot_freed(self, future: concurrent.futures.Future[Any]) -> None:
+    def _slot_freed(self, flow: str, future: concurrent.futures.Future[Any]) -> None:
         started = not future.cancelled() and future.exception() is None and future.result() is not None
         with self._counts:
             if started:
                 self.started_runs += 1
+                result: RunResult = future.result()
+                if result.succeeded:
+                    self.succeeded_runs += 1
+                else:
+                    self.failed_runs += 1
+                    if self._keep_failed:
+                        self.failed_results.append((flow, result))
             else:
                 self.unstarted_runs += 1
         wakeup = self._wakeup
@@ -178,6 +170,7 @@ class TriggerDaemon:
         """
         concurrent.futures.wait(list(self._in_flight))  # runs claimed before this call are not its own
         before = self.started_runs
+        self._keep_failed = True
         while True:
             concurrent.futures.wait(list(self._in_flight))  # a pass facing full slots would start nothing
             if self._pass() == 0:
@@ -310,10 +303,35 @@ class TriggerDaemon:
                 "starting consumer run",
                 extra={"flow": evaluator.flow.name, "request": claimed.id, "run_id": claimed.run_id},
             )
-            future = self._pool.submit(run_request, evaluator, claimed)
-            future.add_done_callback(self._slot_freed)
+            future = self._pool.submit(_run_consumer, evaluator, claimed)
+            future.add_done_callback(functools.partial(self._slot_freed, evaluator.flow.name))
             self._in_flight.add(future)
         return False
+
+
+def _run_consumer(evaluator: TriggerEvaluator, request: TriggerRequest) -> RunResult | None:
+    """Run a claimed request's consumer run and log its outcome: one line per run end."""
+    fields: dict[str, Any] = {"flow": evaluator.flow.name, "request": request.id, "run_id": request.run_id}
+    try:
+        result = run_request(evaluator, request)
+    except BaseException:
+        log.exception("consumer run did not start: an unexpected error", extra=fields)
+        raise
+    if result is None:  # run_request logged why; the request stays pending or is abandoned
+        log.warning("consumer run did not start", extra=fields)
+        return None
+    counts = result.counts()
+    failed, skipped = counts[AttemptStatus.FAILED], counts[AttemptStatus.SKIPPED]
+    log.log(
+        logging.INFO if result.succeeded else logging.WARNING,
+        "consumer run finished: %s in %.2fs, %d failed attempt%s",
+        result.status.value, result.duration, failed, "" if failed == 1 else "s",
+        extra={
+            **fields, "status": result.status.value, "duration": round(result.duration, 3),
+            "failed_attempts": failed, "skipped_attempts": skipped,
+        },
+    )  # fmt: skip
+    return result
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from partita.results.model import RunResult
 from partita.store.sql import SqlStore
 from partita.store.triggers import TriggerRequest, TriggerStore
 
-__all__ = ["PassReport", "TriggerEvaluator", "run_request"]
+__all__ = ["PassReport", "TriggerEvaluator", "UpstreamProgress", "run_request"]
 
 log = logging.getLogger("partita.triggers")
 
@@ -49,6 +49,22 @@ class PassReport:
     #: Missed schedule keys this pass passes over because of the trigger's ``catchup``.
     skipped_by_catchup: list[str] = field(default_factory=list)
     paused: bool = False
+    #: Per ready or waiting key whose requirement could be answered: how far its upstream is.
+    progress: dict[str, UpstreamProgress] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamProgress:
+    """How many of the upstream keys a consumer key needs have an event (summed over upstream assets).
+
+    ``required`` is what the key waits for: every listed key, or the
+    mapper's ``minimum``; ``upstream_keys`` is how many the window lists. An
+    unpartitioned requirement (any event of the asset) counts as one key.
+    """
+
+    present: int
+    required: int
+    upstream_keys: int
 
 
 class TriggerEvaluator:
@@ -112,7 +128,7 @@ class TriggerEvaluator:
         if not record:
             for waiting in self.triggers.waiting(self.flow.name):
                 affected.setdefault(waiting.partition_key, []).extend(waiting.event_ids)
-        complete = self._complete(trigger, list(affected), consumer)
+        complete = self._complete(trigger, list(affected), consumer, report.progress)
         for downstream_key, ids in affected.items():
             if downstream_key in complete:
                 report.ready[downstream_key] = ids
@@ -127,8 +143,10 @@ class TriggerEvaluator:
                 # Another daemon advanced the cursor meanwhile: its pass owns these events.
                 report.ready, report.waiting = {}, {}
 
-    def _complete(self, trigger: OnAssetEvents, downstream_keys: list[str], consumer: Any) -> set[str]:
-        """The downstream keys whose every required upstream partition has an event.
+    def _complete(
+        self, trigger: OnAssetEvents, downstream_keys: list[str], consumer: Any, progress: dict[str, UpstreamProgress]
+    ) -> set[str]:
+        """The downstream keys whose every required upstream partition has an event; fills ``progress``.
 
         One read per upstream asset for all keys of the pass (a pass after a
         burst of emissions may see thousands), not one per key.
@@ -156,6 +174,10 @@ class TriggerEvaluator:
                 any_event[asset] = self.triggers.has_event(asset)
             return any_event[asset]
 
+        for key, required in requirements.items():
+            progress[key] = _progress(
+                [(req, present[asset] if req.keys else set(), satisfied(asset, req)) for asset, req in required]
+            )
         return {
             key for key, required in requirements.items() if all(satisfied(asset, req) for asset, req in required)
         }
@@ -291,6 +313,21 @@ class TriggerEvaluator:
                 "flow %s: consumer run for request %s could not start; retrying in %.0f s: %s",
                 self.flow.name, request.id, delay, error,
             )  # fmt: skip
+
+
+def _progress(parts: list[tuple[Requirement, set[str], bool]]) -> UpstreamProgress:
+    """One key's progress over its upstream assets: (requirement, keys with events, satisfied) each."""
+    present = required = listed = 0
+    for requirement, have, satisfied in parts:
+        if not requirement.keys:  # any event of an unpartitioned upstream
+            present, required, listed = present + int(satisfied), required + 1, listed + 1
+            continue
+        count = len(requirement.keys)
+        minimum = count if requirement.minimum is None else min(requirement.minimum, count)
+        present += sum(1 for key in requirement.keys if key in have)
+        required += minimum
+        listed += count
+    return UpstreamProgress(present=present, required=required, upstream_keys=listed)
 
 
 def run_request(evaluator: TriggerEvaluator, request: TriggerRequest) -> RunResult | None:

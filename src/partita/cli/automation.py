@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -14,9 +16,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from partita.automation.daemon import FlowFailure, TriggerDaemon, json_log_handler
-from partita.automation.evaluation import TriggerEvaluator
+from partita.automation.daemon import FlowFailure, TriggerDaemon
+from partita.automation.evaluation import TriggerEvaluator, UpstreamProgress
+from partita.automation.logs import LogFormat, daemon_logging
 from partita.cli.common import (
+    EXIT_ASSET_FAILED,
     STORABLE_TEXT,
     emit_document,
     handles_errors,
@@ -25,10 +29,45 @@ from partita.cli.common import (
     preview_store,
     reading_store,
     store_option,
+    unexpected_error,
 )
 from partita.cli.entry import load_trigger_flows
-from partita.errors import ConfigurationError, StoreError
+from partita.cli.failures import render_failures
+from partita.errors import ConfigurationError, PartitaError, StoreError
 from partita.store.triggers import TriggerStore
+
+log = logging.getLogger("partita.cli")
+
+
+def _log_format_option(command: Any) -> Any:
+    return click.option(
+        "--log-format", type=click.Choice([f.value for f in LogFormat]), default=LogFormat.TEXT.value,
+        show_default=True, help="Log lines on stderr: text, or one JSON object per line.",
+    )(command)
+
+
+@contextlib.contextmanager
+def _daemon_output(log_format: LogFormat, as_json: bool = False) -> Iterator[None]:
+    """Log to stderr in ``log_format``; in JSON, a command's error is one JSON line too (then its exit code)."""
+    with daemon_logging(log_format):
+        if log_format is LogFormat.TEXT:
+            yield  # handles_errors reports errors as text
+            return
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 - reported as one JSON line, never a traceback
+            error = exc if isinstance(exc, PartitaError) else unexpected_error(exc)
+            log.error("%s", error, extra={"status": "error"})
+            if as_json:
+                emit_document(
+                    "error",
+                    {"error": {"type": type(error).__name__, "message": str(error), "exit_code": error.exit_code}},
+                )
+            sys.exit(error.exit_code)
+
+
+def _announcer(log_format: LogFormat) -> Callable[[str], None] | None:
+    return None if log_format is LogFormat.TEXT else log.info
 
 
 @click.command()
@@ -45,25 +84,30 @@ from partita.store.triggers import TriggerStore
     is_flag=True,
     help="On PostgreSQL, poll only (for connection poolers that do not pass LISTEN/NOTIFY through).",
 )
+@_log_format_option
 @handles_errors
-def serve(entry: str, store_url: str | None, max_in_flight: int, poll_interval: float, no_listen: bool) -> None:
-    """Process ENTRY's triggers continuously until SIGTERM or SIGINT (Ctrl-C)."""
-    flows = load_trigger_flows(entry)
-    logger = logging.getLogger("partita")
-    logger.setLevel(logging.INFO)
-    logger.addHandler(json_log_handler())
-    with opened_store(store_url, False) as store:
-        assert store is not None
-        daemon = TriggerDaemon(
-            flows, store, max_in_flight=max_in_flight, poll_interval=poll_interval, listen=not no_listen
-        )
+def serve(
+    entry: str, store_url: str | None, max_in_flight: int, poll_interval: float, no_listen: bool, log_format: str
+) -> None:
+    """Process ENTRY's triggers continuously until SIGTERM or SIGINT (Ctrl-C).
 
-        def stop(signum: int, _frame: Any) -> None:
-            daemon.stop()
+    Logs one line per consumer run start and one per end, with its outcome.
+    """
+    chosen = LogFormat(log_format)
+    with _daemon_output(chosen):
+        flows = load_trigger_flows(entry)
+        with opened_store(store_url, False, announce=_announcer(chosen)) as store:
+            assert store is not None
+            daemon = TriggerDaemon(
+                flows, store, max_in_flight=max_in_flight, poll_interval=poll_interval, listen=not no_listen
+            )
 
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-        daemon.serve()
+            def stop(signum: int, _frame: Any) -> None:
+                daemon.stop()
+
+            signal.signal(signal.SIGTERM, stop)
+            signal.signal(signal.SIGINT, stop)
+            daemon.serve()
 
 
 @click.command()
@@ -73,38 +117,66 @@ def serve(entry: str, store_url: str | None, max_in_flight: int, poll_interval: 
 @click.option(
     "--max-in-flight", type=click.IntRange(min=1), default=4, show_default=True, help="Consumer runs at once."
 )
+@_log_format_option
 @json_option
 @handles_errors
-def trigger(entry: str, once: bool, store_url: str | None, max_in_flight: int, as_json: bool) -> None:
-    """Evaluate ENTRY's triggers once and run the consumer runs that are due."""
-    flows = load_trigger_flows(entry)
-    with opened_store(store_url, False) as store:
-        assert store is not None
-        daemon = TriggerDaemon(flows, store, max_in_flight=max_in_flight)
-        started = daemon.run_once()
-    unstarted = daemon.unstarted_runs
-    failing = [{"flow": name, "error": failure.reason} for name, failure in daemon.failing.items()]
-    if as_json:
-        emit_document("trigger-pass", {"started_runs": started, "unstarted_runs": unstarted, "failing": failing})
-    else:
-        Console().print(f"started {started} consumer run{'s' if started != 1 else ''}", highlight=False)
-        for failure in failing:
-            Console(stderr=True).print(
-                f"[bold red]error:[/] flow {escape(failure['flow'])} failing: {escape(failure['error'])}",
-                highlight=False,
-                soft_wrap=True,
-            )
-    codes = [failure.exit_code for failure in daemon.failing.values()]
-    if unstarted:  # the document above already is the one on stdout: report on stderr
-        Console(stderr=True).print(
-            f"[bold red]error:[/] {unstarted} consumer run{'s' if unstarted != 1 else ''} could not start; "
-            "a start the store refused stays pending and is retried by a later pass (see the messages above)",
-            highlight=False,
-        )
-        codes.append(StoreError.exit_code)
+def trigger(entry: str, once: bool, store_url: str | None, max_in_flight: int, log_format: str, as_json: bool) -> None:
+    """Evaluate ENTRY's triggers once and run the consumer runs that are due.
+
+    Exits 1 when a consumer run failed; 2 or 4 (the gravest) when a flow's
+    trigger failed or a claimed run could not start.
+    """
+    chosen = LogFormat(log_format)
+    with _daemon_output(chosen, as_json):
+        flows = load_trigger_flows(entry)
+        with opened_store(store_url, False, announce=_announcer(chosen)) as store:
+            assert store is not None
+            daemon = TriggerDaemon(flows, store, max_in_flight=max_in_flight)
+            started = daemon.run_once()
+        codes = _report_pass(daemon, started, chosen, as_json)
     if codes:
         # The other flows were served; the exit code still says what could not be (the gravest code).
         sys.exit(max(codes))
+
+
+def _report_pass(daemon: TriggerDaemon, started: int, log_format: LogFormat, as_json: bool) -> list[int]:
+    """Print the pass's outcome; the exit codes it calls for (1 a consumer run failed, 2/4 see below)."""
+    unstarted = daemon.unstarted_runs
+    failing = [{"flow": name, "error": failure.reason} for name, failure in daemon.failing.items()]
+    succeeded, failed = daemon.succeeded_runs, daemon.failed_runs
+    if as_json:
+        emit_document(
+            "trigger-pass",
+            {
+                "started_runs": started, "succeeded_runs": succeeded, "failed_runs": failed,
+                "unstarted_runs": unstarted, "failing": failing,
+            },
+        )  # fmt: skip
+    else:
+        out = Console()
+        out.print(
+            f"started {started} consumer run{'s' if started != 1 else ''}: {succeeded} succeeded, {failed} failed",
+            highlight=False,
+        )
+        for flow, result in daemon.failed_results:  # the live results hold the keys the store may not record
+            out.print(f"consumer run {result.run_id} of flow {escape(flow)}: {result.status.value}", highlight=False)
+            render_failures(out, result)
+    problems = [f"flow {failure['flow']} failing: {failure['error']}" for failure in failing]
+    codes = [failure.exit_code for failure in daemon.failing.values()]
+    if unstarted:
+        problems.append(
+            f"{unstarted} consumer run{'s' if unstarted != 1 else ''} could not start; "
+            "a start the store refused stays pending and is retried by a later pass (see the messages above)"
+        )
+        codes.append(StoreError.exit_code)
+    for problem in problems:  # the document, if any, already is the one on stdout: report on stderr
+        if log_format is LogFormat.JSON:
+            log.error("%s", problem)
+        else:
+            Console(stderr=True).print(f"[bold red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)
+    if failed:
+        codes.append(EXIT_ASSET_FAILED)  # below 2 and 4: a flow or the store that failed is the graver news
+    return codes
 
 
 def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
@@ -126,6 +198,7 @@ def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
                 "paused": triggers.is_paused(flow.name),
                 "would_start": sorted(recorded),
                 "waiting": [],
+                "waiting_progress": [],
                 "rejected_events": [],
                 "error": None,
                 "follow_ups": [
@@ -157,9 +230,35 @@ def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
             else:
                 document["would_start"] = sorted(set(recorded) | set(report.ready) | set(report.scheduled))
                 document["waiting"] = sorted(key for key in report.waiting if key not in recorded)
+                document["waiting_progress"] = [
+                    {"partition_key": key, **_progress_fields(report.progress[key])}
+                    for key in document["waiting"]
+                    if key in report.progress
+                ]
                 document["rejected_events"] = [event_id for event_id, _ in report.rejected]
             documents.append(document)
     return {"flows": documents}
+
+
+def _progress_fields(progress: UpstreamProgress) -> dict[str, int]:
+    return {
+        "present": progress.present,
+        "required": progress.required,
+        "upstream_keys": progress.upstream_keys,
+    }
+
+
+def progress_phrase(entry: dict[str, Any]) -> str:
+    """``waiting 2026-10-25: 1 of 25 upstream keys`` (with a minimum: ``1 of 3 needed (24 upstream keys in the window)``)."""
+    present, required, listed = entry["present"], entry["required"], entry["upstream_keys"]
+    noun = "upstream key" if listed == 1 else "upstream keys"
+    if required == listed:
+        return f"waiting {entry['partition_key']}: {present} of {listed} {noun}"
+    return f"waiting {entry['partition_key']}: {present} of {required} needed ({listed} {noun} in the window)"
+
+
+#: Roll-up progress lines per flow in `plan --pending`; the JSON document lists them all.
+PROGRESS_LINES_PER_FLOW = 20
 
 
 def render_pending(document: dict[str, Any]) -> None:
@@ -195,6 +294,12 @@ def render_pending(document: dict[str, Any]) -> None:
                 f"{escape(retrying['error'] or 'no reason recorded')}",
                 highlight=False,
             )
+        shown = flow["waiting_progress"][:PROGRESS_LINES_PER_FLOW]
+        for progress in shown:
+            console.print(f"flow {name}: {escape(progress_phrase(progress))}", highlight=False, soft_wrap=True)
+        if len(flow["waiting_progress"]) > len(shown):
+            more = len(flow["waiting_progress"]) - len(shown)
+            console.print(f"flow {name}: ... and {more} more waiting keys (see --json)", highlight=False)
         for abandoned in flow["abandoned"]:
             console.print(
                 f"abandoned: flow {name}, key {escape(abandoned['partition_key'])}: "

@@ -132,12 +132,15 @@ def store_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextlib.contextmanager
-def opened_store(store_url: str | None, no_store: bool) -> Iterator[SqlStore | None]:
+def opened_store(
+    store_url: str | None, no_store: bool, *, announce: Callable[[str], None] | None = None
+) -> Iterator[SqlStore | None]:
     """The store a writing command records into: --store, $PARTITA_STORE or the default; None with --no-store.
 
     An in-memory or ``?mode=ro`` database is refused before anything runs:
     the command would report history recorded that no later command can read,
-    or fail at its first write.
+    or fail at its first write. ``announce`` tells that a store was created
+    (default: a line on stderr; a daemon logging JSON logs it instead).
     """
     if no_store:
         if store_url:
@@ -158,9 +161,11 @@ def opened_store(store_url: str | None, no_store: bool) -> Iterator[SqlStore | N
         )
     store = open_store(url)
     if store.created:
-        Console(stderr=True).print(
-            f"partita: created the run-history store {escape(store.url)}", highlight=False, soft_wrap=True
-        )
+        message = f"partita: created the run-history store {store.url}"
+        if announce is not None:
+            announce(message)
+        else:
+            Console(stderr=True).print(escape(message), highlight=False, soft_wrap=True)
     try:
         yield store
     finally:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from partita.cli.failures import render_failures
 from partita.cli.tables import print_table
 from partita.definitions.assets import AssetDefinition
 from partita.planning.plan import FlowPlan
@@ -123,12 +124,7 @@ def render_result(console: Console, result: RunResult) -> None:
             *(str(counts[s]) for s in AttemptStatus),
         )
     print_table(console, table)
-    for task in result.tasks.values():
-        for attempt in task.attempts:
-            if attempt.status is AttemptStatus.FAILED and attempt.failure is not None:
-                failure = attempt.failure
-                console.print(f"[red]{task.asset_name}[/]: {escape(failure.type)}: {escape(failure.message)}")
-                break
+    render_failures(console, result)
     console.print(f"status: {result.status.value} in {result.duration:.2f}s")
 
 
