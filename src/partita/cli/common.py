@@ -15,6 +15,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from partita.config import ProjectConfig, load_project_config, resolve_store_url
 from partita.errors import ConfigurationError, ExecutionError, MissingStoreError, PartitaError
 from partita.partitions.base import storable_text_problem
 from partita.store import DEFAULT_STORE_URL, SqlStore, open_store, store_url_from_environment
@@ -30,6 +31,7 @@ _DOCUMENT_VERSION = 1
 
 
 _DOCUMENT_STREAM = "partita.document_stream"
+_PROJECT_CONFIG = "partita.project_config"
 
 
 def emit_document(kind: str, body: dict[str, Any]) -> None:
@@ -121,7 +123,10 @@ def store_option(command: Callable[..., Any]) -> Callable[..., Any]:
     """``--store URL`` (resolved by `opened_store` / `reading_store`)."""
     return click.option(
         "--store", "store_url", metavar="URL", default=None,
-        help=f"The store of run history, events and trigger state (default: $PARTITA_STORE, else {DEFAULT_STORE_URL}).",
+        help=(
+            "The store of run history, events and trigger state (default: $PARTITA_STORE, else the project "
+            f"configuration's store, else {DEFAULT_STORE_URL})."
+        ),
     )(command)
 
 
@@ -173,7 +178,20 @@ def opened_store(
 
 
 def chosen_store_url(store_url: str | None) -> str:
-    return store_url or store_url_from_environment() or DEFAULT_STORE_URL
+    """--store, else $PARTITA_STORE, else the project configuration's ``store``, else the default."""
+    return resolve_store_url(store_url, store_url_from_environment(), project_config(), DEFAULT_STORE_URL)
+
+
+def project_config() -> ProjectConfig:
+    """The project configuration found from the working directory upward (read once per command)."""
+    context = click.get_current_context(silent=True)
+    if context is None:
+        return load_project_config()
+    meta = context.find_root().meta
+    if _PROJECT_CONFIG not in meta:
+        meta[_PROJECT_CONFIG] = load_project_config()
+    config: ProjectConfig = meta[_PROJECT_CONFIG]
+    return config
 
 
 @contextlib.contextmanager

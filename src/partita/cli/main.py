@@ -29,6 +29,7 @@ from partita.cli.common import (
     handles_errors,
     json_option,
     opened_store,
+    project_config,
     reading_store,
     store_option,
     store_options,
@@ -326,8 +327,11 @@ def plan(
 @click.option("--yes", "-y", is_flag=True, help="Approve the plan without asking.")
 @store_options
 @click.option(
-    "--record-partition-keys", is_flag=True,
-    help="Keep each attempt's canonical key text in the run history (off: only whether it had a key).",
+    "--record-partition-keys/--no-record-partition-keys", default=None,
+    help=(
+        "Keep each attempt's canonical key text in the run history (default: the project configuration's "
+        "record_partition_keys, else off: only whether it had a key)."
+    ),
 )
 @json_option
 @handles_errors
@@ -337,7 +341,7 @@ def run(
     yes: bool,
     store_url: str | None,
     no_store: bool,
-    record_partition_keys: bool,
+    record_partition_keys: bool | None,
     as_json: bool,
     **selection: Any,
 ) -> None:
@@ -368,6 +372,8 @@ def run(
         display = ProgressDisplay(err) if not as_json and err.is_terminal else None
         if display is not None:
             observers.append(display)
+        if record_partition_keys is None:
+            record_partition_keys = bool(project_config().record_partition_keys)
         recorded = flow.with_store(store if store is not None else False, record_partition_keys=record_partition_keys)
         result = _execute(recorded, flow_plan, observers, display, capture, err, as_json)
         if store is not None and not as_json:

@@ -176,15 +176,33 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
             str(materialized),
         )
     print_table(console, table)
+    _print_failures(console, record)
+    if run.record_partition_keys:
+        _print_unsuccessful_keys(console, record)
+
+
+def _print_failures(console: Console, record: dict[str, Any]) -> None:
+    """Each asset's first failure; with recorded keys, the key it failed on."""
     for task in record["tasks"]:
         for attempt in task["attempts"]:
             if attempt["failure"] is not None:
                 failure = attempt["failure"]
+                key = attempt.get("partition_key")
+                where = f"attempt {attempt['index']}" if key is None else f"{escape(key)} (attempt {attempt['index']})"
                 console.print(
-                    f"[red]{escape(task['asset'])}[/] attempt {attempt['index']}: "
-                    f"{escape(failure['type'])}: {escape(failure['message'])}"
+                    f"[red]{escape(task['asset'])}[/] {where}: {escape(failure['type'])}: {escape(failure['message'])}",
+                    highlight=False,
                 )
                 break
+
+
+def _print_unsuccessful_keys(console: Console, record: dict[str, Any]) -> None:
+    """The failed and skipped keys of each asset (only a run that recorded keys has them)."""
+    for task in record["tasks"]:
+        for status in ("failed", "skipped"):
+            keys = [a["partition_key"] for a in task["attempts"] if a["status"] == status and a.get("partition_key")]
+            if keys:
+                console.print(f"{escape(task['asset'])} {status}: {escape(', '.join(keys))}", highlight=False)
 
 
 @runs.command("compare")
