@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
@@ -10,6 +11,8 @@ from rich.table import Table
 
 from partita.cli.common import (
     STORABLE_TEXT,
+    since_time,
+    tags_of,
     chosen_store_url,
     emit_document,
     handles_errors,
@@ -21,6 +24,7 @@ from partita.cli.tables import cli_console, print_table
 from partita.errors import UnknownRunError
 from partita.results.record import render_record
 from partita.store import StoredRun
+from partita.store.protocol import RunFilter
 from partita.store.history import compare_runs
 from partita.store.triggers import TriggerLaunch, TriggerStore
 
@@ -49,7 +53,13 @@ def _summary(run: StoredRun) -> dict[str, Any]:
         "selection": {"kind": header.selection_kind, "domain": header.domain, "key_count": header.key_count},
         "attempt_count": run.attempt_count,
         "counts": run.counts,
+        **_launch_fields(run),
     }
+
+
+def _launch_fields(run: StoredRun) -> dict[str, Any]:
+    """How the run was launched, its flow and its tags (null for runs recorded before launches were)."""
+    return {"launched_by": run.launched_by, "flow": run.flow_name, "tags": dict(run.tags)}
 
 
 def _no_store(run_id: str, store_url: str | None) -> UnknownRunError:
@@ -79,20 +89,43 @@ def runs() -> None:
 @runs.command("list")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Show at most N runs.")
 @click.option("--status", type=click.Choice(_STATUSES), default=None, help="Only runs with this status.")
+@click.option("--flow", "flow_name", type=STORABLE_TEXT, default=None, metavar="NAME", help="Only runs of this flow.")
+@click.option(
+    "--tag", "tag_texts", multiple=True, metavar="KEY=VALUE", type=STORABLE_TEXT,
+    help="Only runs carrying this tag (repeatable: all must match).",
+)
+@click.option(
+    "--since", type=STORABLE_TEXT, default=None, metavar="TIME",
+    help="Only runs started at or after TIME: an ISO 8601 time (UTC unless it has an offset) or an age like 30m, 2h, 7d.",
+)
 @store_option
 @json_option
 @handles_errors
-def list_runs(limit: int, status: str | None, store_url: str | None, as_json: bool) -> None:
+def list_runs(
+    limit: int,
+    status: str | None,
+    flow_name: str | None,
+    tag_texts: tuple[str, ...],
+    since: str | None,
+    store_url: str | None,
+    as_json: bool,
+) -> None:
     """The most recent runs, newest first."""
+    where = RunFilter(
+        flow_name=flow_name,
+        tags=tuple(sorted(tags_of(tag_texts).items())),
+        since=None if since is None else since_time(since, time.time()),
+    )
     with reading_store(store_url) as store:
-        found = [] if store is None else store.list_runs(limit=limit, status=status)
+        found = [] if store is None else store.list_runs(limit=limit, status=status, where=where)
         url = chosen_store_url(store_url) if store is None else store.url
     if as_json:
         emit_document("runs", {"store": url, "runs": [_summary(run) for run in found]})
         return
     console = cli_console()
     if not found:
-        console.print(f"No runs recorded in {escape(url)}.", highlight=False)
+        filtered = where != RunFilter() or status is not None
+        console.print(f"No runs {'match' if filtered else 'recorded'} in {escape(url)}.", highlight=False)
         return
     table = Table(title=f"runs in {escape(url)} (any unique prefix of a run id works)", title_justify="left")
     for column in ("run id", "status", "started", "duration", "targets", "attempts", "failed", "skipped"):
@@ -121,6 +154,30 @@ def _launch_document(launch: TriggerLaunch) -> dict[str, Any]:
     }
 
 
+def _request_document(launch: TriggerLaunch, keys_recorded: bool) -> dict[str, Any]:
+    """The trigger request a run serves; its consumer key only when the run recorded keys (it is a raw key)."""
+    return {"generation": launch.generation, "consumer_key": launch.consumer_key if keys_recorded else None}
+
+
+def _print_launch(console: Console, run: StoredRun, launch: TriggerLaunch | None) -> None:
+    flow = "" if run.flow_name is None else f" of flow {escape(run.flow_name)}"
+    how = "an earlier partita (not recorded)" if run.launched_by is None else run.launched_by
+    console.print(f"launched by {how}{flow}", highlight=False)
+    if run.tags:
+        console.print("tags: " + escape(", ".join(f"{key}={value}" for key, value in run.tags)), highlight=False)
+    if launch is not None:
+        follows = "" if launch.follows_run_id is None else f", follows interrupted run {launch.follows_run_id}"
+        key = ""
+        if run.record_partition_keys and launch.consumer_key:
+            key = f", consumer key {escape(launch.consumer_key)}"
+        generation = "" if launch.generation is None else f", generation {launch.generation}"
+        console.print(
+            f"launched by the trigger of flow {escape(launch.flow)}: request {launch.request_id}{key}{generation}, "
+            f"try {launch.attempt}{follows}",
+            highlight=False,
+        )
+
+
 @runs.command("show")
 @click.argument("run_id", type=STORABLE_TEXT)
 @store_option
@@ -136,7 +193,15 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
         launch = TriggerStore(store).launch(run.run_id)
     record = render_record(run.header, tasks, RUN_DOCUMENT_RECORD_VERSION, record_partition_keys=run.record_partition_keys)
     if as_json:
-        emit_document("run", {"run": record, "launch": None if launch is None else _launch_document(launch)})
+        emit_document(
+            "run",
+            {
+                "run": record,
+                "launch": None if launch is None else _launch_document(launch),
+                **_launch_fields(run),
+                "trigger_request": None if launch is None else _request_document(launch, run.record_partition_keys),
+            },
+        )
         return
     console = cli_console()
     console.print(
@@ -151,13 +216,7 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
         f"{'keys discovered at run time' if selection['key_count'] is None else str(selection['key_count']) + ' keys'})",
         highlight=False,
     )
-    if launch is not None:
-        follows = "" if launch.follows_run_id is None else f", follows interrupted run {launch.follows_run_id}"
-        console.print(
-            f"launched by the trigger of flow {escape(launch.flow)}: request {launch.request_id}, "
-            f"try {launch.attempt}{follows}",
-            highlight=False,
-        )
+    _print_launch(console, run, launch)
     table = Table(title="tasks", title_justify="left")
     columns = ("asset", "status", "success", "failed", "skipped", "cancelled", "unfinished", "not started")
     for column in (*columns, "materialized"):

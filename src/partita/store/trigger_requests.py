@@ -51,6 +51,9 @@ class TriggerLaunch:
     request_id: int
     attempt: int
     follows_run_id: str | None
+    #: The request's consumer key (canonical text; "" for an unpartitioned consumer) and generation.
+    consumer_key: str | None = None
+    generation: int | None = None
 
 
 def _request(row: Any) -> TriggerRequest:
@@ -198,7 +201,15 @@ class TriggerRequests:
     def launch(self, run_id: str) -> TriggerLaunch | None:
         """How a consumer run was launched (None for a run no trigger started)."""
         with self._failures("read the run's launch"), self._database.connect() as connection:
-            row = connection.execute(select(trigger_runs).where(trigger_runs.c.run_id == run_id)).first()
+            query = (
+                select(trigger_runs, trigger_requests.c.partition_key, trigger_requests.c.generation)
+                .outerjoin(trigger_requests, trigger_requests.c.id == trigger_runs.c.request_id)
+                .where(trigger_runs.c.run_id == run_id)
+            )
+            row = connection.execute(query).first()
         if row is None:
             return None
-        return TriggerLaunch(row.flow, int(row.request_id), int(row.attempt), row.follows_run_id)
+        generation = None if row.generation is None else int(row.generation)
+        return TriggerLaunch(
+            row.flow, int(row.request_id), int(row.attempt), row.follows_run_id, row.partition_key, generation
+        )
