@@ -26,6 +26,7 @@ from partita.results.record import render_record
 from partita.store import StoredRun
 from partita.store.protocol import RunFilter
 from partita.store.history import compare_runs
+from partita.store.trigger_requests import TriggerRequest
 from partita.store.triggers import TriggerLaunch, TriggerStore
 
 #: partita.run version 1 embeds a version 4 record; a newer record means a new document version.
@@ -154,12 +155,14 @@ def _launch_document(launch: TriggerLaunch) -> dict[str, Any]:
     }
 
 
-def _request_document(launch: TriggerLaunch, keys_recorded: bool) -> dict[str, Any]:
+def _request_document(request: TriggerRequest, keys_recorded: bool) -> dict[str, Any]:
     """The trigger request a run serves; its consumer key only when the run recorded keys (it is a raw key)."""
-    return {"generation": launch.generation, "consumer_key": launch.consumer_key if keys_recorded else None}
+    return {"generation": request.generation, "consumer_key": request.partition_key if keys_recorded else None}
 
 
-def _print_launch(console: Console, run: StoredRun, launch: TriggerLaunch | None) -> None:
+def _print_launch(
+    console: Console, run: StoredRun, launch: TriggerLaunch | None, request: TriggerRequest | None
+) -> None:
     flow = "" if run.flow_name is None else f" of flow {escape(run.flow_name)}"
     how = "an earlier partita (not recorded)" if run.launched_by is None else run.launched_by
     console.print(f"launched by {how}{flow}", highlight=False)
@@ -167,10 +170,11 @@ def _print_launch(console: Console, run: StoredRun, launch: TriggerLaunch | None
         console.print("tags: " + escape(", ".join(f"{key}={value}" for key, value in run.tags)), highlight=False)
     if launch is not None:
         follows = "" if launch.follows_run_id is None else f", follows interrupted run {launch.follows_run_id}"
-        key = ""
-        if run.record_partition_keys and launch.consumer_key:
-            key = f", consumer key {escape(launch.consumer_key)}"
-        generation = "" if launch.generation is None else f", generation {launch.generation}"
+        key = generation = ""
+        if request is not None:
+            if run.record_partition_keys and request.partition_key:
+                key = f", consumer key {escape(request.partition_key)}"
+            generation = f", generation {request.generation}"
         console.print(
             f"launched by the trigger of flow {escape(launch.flow)}: request {launch.request_id}{key}{generation}, "
             f"try {launch.attempt}{follows}",
@@ -190,7 +194,9 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
             raise _no_store(run_id, store_url)
         run = store.get_run(run_id)
         tasks = store.get_tasks(run.run_id)
-        launch = TriggerStore(store).launch(run.run_id)
+        triggers = TriggerStore(store)
+        launch = triggers.launch(run.run_id)
+        request = None if launch is None else triggers.request(launch.request_id)
     record = render_record(run.header, tasks, RUN_DOCUMENT_RECORD_VERSION, record_partition_keys=run.record_partition_keys)
     if as_json:
         emit_document(
@@ -199,7 +205,7 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
                 "run": record,
                 "launch": None if launch is None else _launch_document(launch),
                 **_launch_fields(run),
-                "trigger_request": None if launch is None else _request_document(launch, run.record_partition_keys),
+                "trigger_request": None if request is None else _request_document(request, run.record_partition_keys),
             },
         )
         return
@@ -216,7 +222,7 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
         f"{'keys discovered at run time' if selection['key_count'] is None else str(selection['key_count']) + ' keys'})",
         highlight=False,
     )
-    _print_launch(console, run, launch)
+    _print_launch(console, run, launch, request)
     table = Table(title="tasks", title_justify="left")
     columns = ("asset", "status", "success", "failed", "skipped", "cancelled", "unfinished", "not started")
     for column in (*columns, "materialized"):

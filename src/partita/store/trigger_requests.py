@@ -51,9 +51,6 @@ class TriggerLaunch:
     request_id: int
     attempt: int
     follows_run_id: str | None
-    #: The request's consumer key (canonical text; "" for an unpartitioned consumer) and generation.
-    consumer_key: str | None = None
-    generation: int | None = None
 
 
 def _request(row: Any) -> TriggerRequest:
@@ -198,18 +195,17 @@ class TriggerRequests:
         """The run's status as history shows it (``interrupted`` once its owner is gone), or None before it started."""
         return self._run_history.run_status(run_id)
 
+    def request(self, request_id: int) -> TriggerRequest | None:
+        """The request with this id (its consumer key and generation), or None when it is gone."""
+        query = select(trigger_requests).where(trigger_requests.c.id == request_id)
+        with self._failures("read a trigger request"), self._database.connect() as connection:
+            row = connection.execute(query).first()
+        return None if row is None else _request(row)
+
     def launch(self, run_id: str) -> TriggerLaunch | None:
         """How a consumer run was launched (None for a run no trigger started)."""
         with self._failures("read the run's launch"), self._database.connect() as connection:
-            query = (
-                select(trigger_runs, trigger_requests.c.partition_key, trigger_requests.c.generation)
-                .outerjoin(trigger_requests, trigger_requests.c.id == trigger_runs.c.request_id)
-                .where(trigger_runs.c.run_id == run_id)
-            )
-            row = connection.execute(query).first()
+            row = connection.execute(select(trigger_runs).where(trigger_runs.c.run_id == run_id)).first()
         if row is None:
             return None
-        generation = None if row.generation is None else int(row.generation)
-        return TriggerLaunch(
-            row.flow, int(row.request_id), int(row.attempt), row.follows_run_id, row.partition_key, generation
-        )
+        return TriggerLaunch(row.flow, int(row.request_id), int(row.attempt), row.follows_run_id)
