@@ -22,6 +22,7 @@ LAYERS = {
     "execution": 6,
     "store": 7,
     "flow": 8,
+    "config": 8,
     "automation": 9,
     "cli": 10,
     "__main__": 11,

@@ -14,11 +14,11 @@ EXPECTED = {
     "Materialization", "MaterializationCollection", "MaterializationContext", "MaterializationError",
     "MaterializationInspection", "MaterializationInvalidation", "MaterializationRecord", "MonthlyPartitionDef",
     "MultiPartitionDef", "MultiPartitionKey", "OpenCircuit", "PartitaError", "PartitionAtRuntime", "PartitionDef",
-    "PartitionGroup", "PartitionKey", "PartitionedOutputs", "PlanningError", "PolicyError", "ProcessExecutor",
+    "PartitionGroup", "PartitionKey", "PartitionedOutputs", "PlanningError", "PolicyError", "ProjectConfig", "ProcessExecutor",
     "RateLimit", "Resolution", "ResourcePolicy", "ResourceStatistics", "Retry", "RetryPolicy", "RunConfig",
     "RunFinished", "RunResult", "RunStarted", "RunStatus", "SelectionError", "SelectionKind", "SkipReason",
     "SourceKind", "SqlStore", "StaticPartitionDef", "Store", "StoreError", "SystemClock", "TaskPlan", "TaskResult",
-    "UnknownPartitionError", "UnknownRunError", "asset", "default_registry", "emit", "open_store", "publish_event",
+    "UnknownPartitionError", "UnknownRunError", "asset", "default_registry", "emit", "load_project_config", "open_store", "publish_event",
     "run",
 }
 

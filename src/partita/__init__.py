@@ -89,6 +89,7 @@ from partita.results.model import (
     SkipReason,
     TaskResult,
 )
+from partita.config import ProjectConfig, load_project_config
 from partita.store import SqlStore, Store, open_store
 from partita.version import __version__ as __version__  # written once, in partita.version
 
@@ -154,6 +155,7 @@ __all__ = [
     "PartitionMapper",
     "PartitionedOutputs",
     "PlanningError",
+    "ProjectConfig",
     "PolicyError",
     "ProcessExecutor",
     "ProductMapper",
@@ -185,6 +187,7 @@ __all__ = [
     "asset",
     "default_registry",
     "emit",
+    "load_project_config",
     "open_store",
     "publish_event",
     "run",

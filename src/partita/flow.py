@@ -17,6 +17,7 @@ from partita.automation.triggers import CronPartitions, OnAssetEvents
 from partita.definitions.assets import AssetDefinition, asset_name_of
 from partita.definitions.config import RunConfig, check_positive_int
 from partita.definitions.groups import PartitionGroup
+from partita.definitions.launch import LaunchKind, RunLaunch, Tags, check_tags
 from partita.definitions.policies import ResourcePolicy
 from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import ConfigurationError, DefinitionError
@@ -88,7 +89,9 @@ class Flow:
     retry delays, rate windows and cooldowns. ``store`` records run history:
     a URL or a `Store`; ``None`` uses ``$PARTITA_STORE`` when set and records
     nothing otherwise; ``False`` never records. Records keep raw partition
-    keys only with ``record_partition_keys=True``.
+    keys only with ``record_partition_keys=True``. ``tags`` (tag key to
+    string value) are recorded with every run of the flow, with its ``name``
+    and how the run was launched.
     """
 
     def __init__(
@@ -109,6 +112,7 @@ class Flow:
         record_partition_keys: bool = False,
         name: str | None = None,
         trigger: Any = None,
+        tags: Mapping[str, str] | None = None,
     ) -> None:
         self.targets = _target_names(targets)
         if registry is not None and not isinstance(registry, AssetRegistry):
@@ -148,6 +152,7 @@ class Flow:
         if trigger is not None and not isinstance(trigger, (OnAssetEvents, CronPartitions)):
             raise DefinitionError("Flow trigger must be OnAssetEvents(...) or CronPartitions(...)")
         self.trigger = trigger
+        self.tags: Tags = check_tags(tags)
 
     def with_targets(self, targets: Any) -> Flow:
         """The same flow options applied to other targets of the same registry."""
@@ -162,6 +167,12 @@ class Flow:
             raise DefinitionError("Flow store must be a store URL, a Store, False (no store) or None")
         clone.store = store
         clone.record_partition_keys = bool(record_partition_keys)
+        return clone
+
+    def with_tags(self, tags: Mapping[str, str]) -> Flow:
+        """The same flow with ``tags`` added to its own (a given key replaces the flow's value)."""
+        clone = copy.copy(self)
+        clone.tags = check_tags({**dict(self.tags), **dict(tags)})
         return clone
 
     def closure(self) -> tuple[AssetDefinition, ...]:
@@ -231,10 +242,14 @@ class Flow:
         observers: Sequence[ExecutionObserver],
         store: Store | None,
         triggering_events: Sequence[AssetEvent] = (),
+        launched_by: LaunchKind = LaunchKind.PYTHON,
     ) -> RunOptions:
         journal = None
         if store is not None:
-            journal = StoreJournal(store, record_partition_keys=self.record_partition_keys)
+            if not isinstance(launched_by, LaunchKind):
+                raise DefinitionError("launched_by must be a LaunchKind")
+            launch = RunLaunch(kind=launched_by, flow_name=self.name, tags=self.tags)
+            journal = StoreJournal(store, record_partition_keys=self.record_partition_keys, launch=launch)
         return RunOptions(
             journal=journal,
             event_log=None if store is None else StoreEventLog(store),
@@ -257,11 +272,13 @@ class Flow:
         observers: Sequence[ExecutionObserver] = (),
         run_id: str | None = None,
         triggering_events: Sequence[AssetEvent] = (),
+        launched_by: LaunchKind = LaunchKind.PYTHON,
     ) -> RunResult:
         """Plan (or take an approved plan) and execute it to completion.
 
         Observers receive execution events (`RunStarted`, `AttemptStarted`,
-        `AttemptRetrying`, `AttemptFinished`, `RunFinished`).
+        `AttemptRetrying`, `AttemptFinished`, `RunFinished`). ``launched_by``
+        is recorded with the run (the CLI and the trigger daemon pass theirs).
         """
         plan = self._approved(config)
         try:
@@ -273,11 +290,15 @@ class Flow:
                 "Flow.run() was called inside a running event loop; use 'await flow.run_async(...)'"
             )
         with self._recording() as store:
-            options = self._options(observers, store, triggering_events)
+            options = self._options(observers, store, triggering_events, launched_by)
             return asyncio.run(execute_plan(plan, options, run_id=run_id))
 
     async def run_async(
-        self, config: ConfigLike | FlowPlan = None, *, observers: Sequence[ExecutionObserver] = ()
+        self,
+        config: ConfigLike | FlowPlan = None,
+        *,
+        observers: Sequence[ExecutionObserver] = (),
+        launched_by: LaunchKind = LaunchKind.PYTHON,
     ) -> RunResult:
         """Execute on the running event loop.
 
@@ -288,7 +309,7 @@ class Flow:
         """
         plan = self._approved(config)
         with self._recording() as store:
-            return await execute_plan(plan, self._options(observers, store))
+            return await execute_plan(plan, self._options(observers, store, launched_by=launched_by))
 
     def __repr__(self) -> str:
         return f"Flow(targets={list(self.targets)!r})"

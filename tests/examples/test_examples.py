@@ -817,6 +817,13 @@ def _example_files() -> list[str]:
     return sorted(path.name for path in EXAMPLES.glob("*.py"))
 
 
+EXPECTED_OUTPUT["project_config.py"] = [
+    "run status: success",
+    "store file created next to partita.toml: True",
+    "launched by: python flow: daily_total tags: {'team': 'data'}",
+]
+
+
 def test_every_example_has_expected_output():
     assert sorted(EXPECTED_OUTPUT) == _example_files()
 

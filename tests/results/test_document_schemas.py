@@ -1240,3 +1240,18 @@ def test_registry_errors_match_the_error_schema(runtime_entry: str, arguments: l
     document = _json(*arguments, code=code)
     assert document["error"]["type"] == error_type
     assert_valid(document, "error.v1.json")
+
+
+def test_runs_and_run_documents_with_launch_metadata_and_tags_match_their_schemas(cli_store: str):
+    _run("--partition-key", "acme", "--tag", "team=data", "--tag", "ticket=OPS-12")
+    listed = _json("runs", "list", "--json", "--tag", "team=data")
+    (summary,) = listed["runs"]
+    assert (summary["launched_by"], summary["tags"]) == ("cli", {"team": "data", "ticket": "OPS-12"})
+    assert_valid(listed, "runs.v1.json")
+    shown = _json("runs", "show", summary["run_id"], "--json")
+    assert_valid(shown, "run.v1.json")
+    wrong = json.loads(json.dumps(shown))
+    wrong["launched_by"] = "cron"
+    assert_invalid(wrong, "run.v1.json")
+    compared = _json("runs", "compare", summary["run_id"], summary["run_id"], "--json")
+    assert_valid(compared, "runs-compare.v1.json")

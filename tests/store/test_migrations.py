@@ -324,3 +324,39 @@ def test_a_database_with_foreign_tables_is_refused(store_url, engine):
     assert result.exit_code == 4
     assert "other tables" in result.stderr
     assert _tables(engine) == {"customers"}
+
+
+def test_runs_recorded_before_launch_metadata_upgrade_with_unknown_launch_and_no_tags(store_url, engine):
+    recorded = _record_a_run(store_url)
+    _migrate_to(engine, "0006", down=True)
+    with engine.begin() as connection:
+        # A consumer run a trigger launched under 0006: the upgrade marks it as launched by a trigger.
+        connection.execute(
+            text(
+                "INSERT INTO partita_trigger_runs (run_id, request_id, flow, attempt, follows_run_id, created_at) "
+                "VALUES (:run_id, 1, 'consumer', 1, NULL, 0)"
+            ),
+            {"run_id": recorded.run_id},
+        )
+    untouched = _record_a_run(store_url)  # opening the store upgrades it to head
+    assert _revision(engine) == SCHEMA_HEAD
+    store = open_store(store_url)
+    try:
+        upgraded = store.get_run(recorded.run_id)
+        assert (upgraded.launched_by, upgraded.flow_name, upgraded.tags) == ("trigger", "consumer", ())
+        assert upgraded.status == "success"
+        later = store.get_run(untouched.run_id)
+        assert (later.launched_by, later.flow_name) == ("python", "one")
+    finally:
+        store.close()
+
+
+def test_a_run_recorded_before_launch_metadata_that_no_trigger_launched_reads_back_as_unknown(store_url, engine):
+    recorded = _record_a_run(store_url)
+    _migrate_to(engine, "0006", down=True)
+    store = open_store(store_url)
+    try:
+        run = store.get_run(recorded.run_id)
+        assert (run.launched_by, run.flow_name, run.tags) == (None, None, ())
+    finally:
+        store.close()

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 from partita.automation.mappers import Requirement
 from partita.automation.schedules import scheduled_key
 from partita.automation.triggers import CronPartitions, OnAssetEvents
+from partita.definitions.launch import LaunchKind
 from partita.errors import PartitaError, PlanningError, StoreError
 from partita.flow import Flow
 from partita.results.model import RunResult
@@ -349,7 +350,8 @@ def run_request(evaluator: TriggerEvaluator, request: TriggerRequest) -> RunResu
         return None
     try:
         events = evaluator.store.list_events_by_ids(request.event_ids) if request.event_ids else []
-        outcome = flow.run(plan, run_id=request.run_id, triggering_events=events)
+        launched_by = LaunchKind.SCHEDULE if isinstance(flow.trigger, CronPartitions) else LaunchKind.TRIGGER
+        outcome = flow.run(plan, run_id=request.run_id, triggering_events=events, launched_by=launched_by)
     except StoreError as exc:
         evaluator.start_failed(request, exc)
         return None

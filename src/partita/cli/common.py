@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import functools
 import json
 import sys
@@ -15,6 +16,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from partita.config import ProjectConfig, load_project_config, resolve_store_url
+from partita.definitions.launch import parse_tag
 from partita.errors import ConfigurationError, ExecutionError, MissingStoreError, PartitaError
 from partita.partitions.base import storable_text_problem
 from partita.store import DEFAULT_STORE_URL, SqlStore, open_store, store_url_from_environment
@@ -30,6 +33,7 @@ _DOCUMENT_VERSION = 1
 
 
 _DOCUMENT_STREAM = "partita.document_stream"
+_PROJECT_CONFIG = "partita.project_config"
 
 
 def emit_document(kind: str, body: dict[str, Any]) -> None:
@@ -121,7 +125,10 @@ def store_option(command: Callable[..., Any]) -> Callable[..., Any]:
     """``--store URL`` (resolved by `opened_store` / `reading_store`)."""
     return click.option(
         "--store", "store_url", metavar="URL", default=None,
-        help=f"The store of run history, events and trigger state (default: $PARTITA_STORE, else {DEFAULT_STORE_URL}).",
+        help=(
+            "The store of run history, events and trigger state (default: $PARTITA_STORE, else the project "
+            f"configuration's store, else {DEFAULT_STORE_URL})."
+        ),
     )(command)
 
 
@@ -173,7 +180,20 @@ def opened_store(
 
 
 def chosen_store_url(store_url: str | None) -> str:
-    return store_url or store_url_from_environment() or DEFAULT_STORE_URL
+    """--store, else $PARTITA_STORE, else the project configuration's ``store``, else the default."""
+    return resolve_store_url(store_url, store_url_from_environment(), project_config(), DEFAULT_STORE_URL)
+
+
+def project_config() -> ProjectConfig:
+    """The project configuration found from the working directory upward (read once per command)."""
+    context = click.get_current_context(silent=True)
+    if context is None:
+        return load_project_config()
+    meta = context.find_root().meta
+    if _PROJECT_CONFIG not in meta:
+        meta[_PROJECT_CONFIG] = load_project_config()
+    config: ProjectConfig = meta[_PROJECT_CONFIG]
+    return config
 
 
 @contextlib.contextmanager
@@ -202,3 +222,37 @@ def preview_store(store_url: str | None) -> Iterator[SqlStore]:
         yield empty
     finally:
         empty.close()
+
+
+def tags_of(texts: tuple[str, ...]) -> dict[str, str]:
+    """Repeated ``--tag KEY=VALUE`` options as a mapping; a malformed or repeated tag is a usage error (exit 2)."""
+    tags: dict[str, str] = {}
+    for text in texts:
+        key, value = parse_tag(text)
+        if key in tags:
+            raise ConfigurationError(f"--tag {key} is given twice; give each tag key once")
+        tags[key] = value
+    return tags
+
+
+_AGE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def since_time(text: str, now: float) -> float:
+    """``--since`` as a POSIX time: an age (``30m``, ``2h``, ``7d``) before ``now``, or an ISO 8601 time.
+
+    A time without an offset is UTC, so the same command means the same on every host.
+    """
+    value = text.strip()
+    unit = _AGE_UNITS.get(value[-1:].lower())
+    if unit is not None and value[:-1].isdigit():
+        return now - int(value[:-1]) * unit
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise ConfigurationError(
+            "--since must be an ISO 8601 time (2026-10-25 or 2026-10-25T08:00+02:00) or an age such as 30m, 2h or 7d"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.timestamp()

@@ -29,9 +29,11 @@ from partita.cli.common import (
     handles_errors,
     json_option,
     opened_store,
+    project_config,
     reading_store,
     store_option,
     store_options,
+    tags_of,
 )
 from partita.cli.entry import load_entry
 from partita.cli.events import events
@@ -41,6 +43,7 @@ from partita.cli.runs import runs
 from partita.cli.schedules import schedules
 from partita.cli.signals import Termination, cancel_on_sigterm
 from partita.cli.tables import cli_console
+from partita.definitions.launch import LaunchKind
 from partita.errors import ConfigurationError, UnknownPartitionError
 from partita.flow import Flow
 from partita.planning.lineage import GraphFormat, Lineage, render_lineage
@@ -326,8 +329,15 @@ def plan(
 @click.option("--yes", "-y", is_flag=True, help="Approve the plan without asking.")
 @store_options
 @click.option(
-    "--record-partition-keys", is_flag=True,
-    help="Keep each attempt's canonical key text in the run history (off: only whether it had a key).",
+    "--record-partition-keys/--no-record-partition-keys", default=None,
+    help=(
+        "Keep each attempt's canonical key text in the run history (default: the project configuration's "
+        "record_partition_keys, else off: only whether it had a key)."
+    ),
+)
+@click.option(
+    "--tag", "tag_texts", multiple=True, metavar="KEY=VALUE", type=STORABLE_TEXT,
+    help="Record this tag with the run (repeatable; added to the flow's own tags).",
 )
 @json_option
 @handles_errors
@@ -337,7 +347,8 @@ def run(
     yes: bool,
     store_url: str | None,
     no_store: bool,
-    record_partition_keys: bool,
+    record_partition_keys: bool | None,
+    tag_texts: tuple[str, ...],
     as_json: bool,
     **selection: Any,
 ) -> None:
@@ -355,7 +366,10 @@ def run(
             raise ConfigurationError(
                 "partita run needs approval: pass --yes when not running on an interactive terminal"
             )
+    tags = tags_of(tag_texts)
     flow, flow_plan = _make_plan(entry, targets, **selection)
+    if tags:
+        flow = flow.with_tags(tags)
     err = cli_console(stderr=True)
     # The store opens before approval: an unusable store stops here (exit 4).
     with opened_store(store_url, no_store) as store:
@@ -368,6 +382,8 @@ def run(
         display = ProgressDisplay(err) if not as_json and err.is_terminal else None
         if display is not None:
             observers.append(display)
+        if record_partition_keys is None:
+            record_partition_keys = bool(project_config().record_partition_keys)
         recorded = flow.with_store(store if store is not None else False, record_partition_keys=record_partition_keys)
         result = _execute(recorded, flow_plan, observers, display, capture, err, as_json)
         if store is not None and not as_json:
@@ -391,7 +407,8 @@ def _execute(
         with display if display is not None else contextlib.nullcontext():
             # SIGINT: asyncio.run cancels the run, then raises KeyboardInterrupt.
             # SIGTERM: cancel_on_sigterm cancels it, and CancelledError comes out.
-            return asyncio.run(cancel_on_sigterm(flow.run_async(flow_plan, observers=observers), termination))
+            running = flow.run_async(flow_plan, observers=observers, launched_by=LaunchKind.CLI)
+            return asyncio.run(cancel_on_sigterm(running, termination))
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     result = capture.result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
@@ -10,6 +11,8 @@ from rich.table import Table
 
 from partita.cli.common import (
     STORABLE_TEXT,
+    since_time,
+    tags_of,
     chosen_store_url,
     emit_document,
     handles_errors,
@@ -21,7 +24,9 @@ from partita.cli.tables import cli_console, print_table
 from partita.errors import UnknownRunError
 from partita.results.record import render_record
 from partita.store import StoredRun
+from partita.store.protocol import RunFilter
 from partita.store.history import compare_runs
+from partita.store.trigger_requests import TriggerRequest
 from partita.store.triggers import TriggerLaunch, TriggerStore
 
 #: partita.run version 1 embeds a version 4 record; a newer record means a new document version.
@@ -49,7 +54,13 @@ def _summary(run: StoredRun) -> dict[str, Any]:
         "selection": {"kind": header.selection_kind, "domain": header.domain, "key_count": header.key_count},
         "attempt_count": run.attempt_count,
         "counts": run.counts,
+        **_launch_fields(run),
     }
+
+
+def _launch_fields(run: StoredRun) -> dict[str, Any]:
+    """How the run was launched, its flow and its tags (null for runs recorded before launches were)."""
+    return {"launched_by": run.launched_by, "flow": run.flow_name, "tags": dict(run.tags)}
 
 
 def _no_store(run_id: str, store_url: str | None) -> UnknownRunError:
@@ -79,20 +90,43 @@ def runs() -> None:
 @runs.command("list")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Show at most N runs.")
 @click.option("--status", type=click.Choice(_STATUSES), default=None, help="Only runs with this status.")
+@click.option("--flow", "flow_name", type=STORABLE_TEXT, default=None, metavar="NAME", help="Only runs of this flow.")
+@click.option(
+    "--tag", "tag_texts", multiple=True, metavar="KEY=VALUE", type=STORABLE_TEXT,
+    help="Only runs carrying this tag (repeatable: all must match).",
+)
+@click.option(
+    "--since", type=STORABLE_TEXT, default=None, metavar="TIME",
+    help="Only runs started at or after TIME: an ISO 8601 time (UTC unless it has an offset) or an age like 30m, 2h, 7d.",
+)
 @store_option
 @json_option
 @handles_errors
-def list_runs(limit: int, status: str | None, store_url: str | None, as_json: bool) -> None:
+def list_runs(
+    limit: int,
+    status: str | None,
+    flow_name: str | None,
+    tag_texts: tuple[str, ...],
+    since: str | None,
+    store_url: str | None,
+    as_json: bool,
+) -> None:
     """The most recent runs, newest first."""
+    where = RunFilter(
+        flow_name=flow_name,
+        tags=tuple(sorted(tags_of(tag_texts).items())),
+        since=None if since is None else since_time(since, time.time()),
+    )
     with reading_store(store_url) as store:
-        found = [] if store is None else store.list_runs(limit=limit, status=status)
+        found = [] if store is None else store.list_runs(limit=limit, status=status, where=where)
         url = chosen_store_url(store_url) if store is None else store.url
     if as_json:
         emit_document("runs", {"store": url, "runs": [_summary(run) for run in found]})
         return
     console = cli_console()
     if not found:
-        console.print(f"No runs recorded in {escape(url)}.", highlight=False)
+        filtered = where != RunFilter() or status is not None
+        console.print(f"No runs {'match' if filtered else 'recorded'} in {escape(url)}.", highlight=False)
         return
     table = Table(title=f"runs in {escape(url)} (any unique prefix of a run id works)", title_justify="left")
     for column in ("run id", "status", "started", "duration", "targets", "attempts", "failed", "skipped"):
@@ -121,6 +155,33 @@ def _launch_document(launch: TriggerLaunch) -> dict[str, Any]:
     }
 
 
+def _request_document(request: TriggerRequest, keys_recorded: bool) -> dict[str, Any]:
+    """The trigger request a run serves; its consumer key only when the run recorded keys (it is a raw key)."""
+    return {"generation": request.generation, "consumer_key": request.partition_key if keys_recorded else None}
+
+
+def _print_launch(
+    console: Console, run: StoredRun, launch: TriggerLaunch | None, request: TriggerRequest | None
+) -> None:
+    flow = "" if run.flow_name is None else f" of flow {escape(run.flow_name)}"
+    how = "an earlier partita (not recorded)" if run.launched_by is None else run.launched_by
+    console.print(f"launched by {how}{flow}", highlight=False)
+    if run.tags:
+        console.print("tags: " + escape(", ".join(f"{key}={value}" for key, value in run.tags)), highlight=False)
+    if launch is not None:
+        follows = "" if launch.follows_run_id is None else f", follows interrupted run {launch.follows_run_id}"
+        key = generation = ""
+        if request is not None:
+            if run.record_partition_keys and request.partition_key:
+                key = f", consumer key {escape(request.partition_key)}"
+            generation = f", generation {request.generation}"
+        console.print(
+            f"launched by the trigger of flow {escape(launch.flow)}: request {launch.request_id}{key}{generation}, "
+            f"try {launch.attempt}{follows}",
+            highlight=False,
+        )
+
+
 @runs.command("show")
 @click.argument("run_id", type=STORABLE_TEXT)
 @store_option
@@ -133,10 +194,20 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
             raise _no_store(run_id, store_url)
         run = store.get_run(run_id)
         tasks = store.get_tasks(run.run_id)
-        launch = TriggerStore(store).launch(run.run_id)
+        triggers = TriggerStore(store)
+        launch = triggers.launch(run.run_id)
+        request = None if launch is None else triggers.request(launch.request_id)
     record = render_record(run.header, tasks, RUN_DOCUMENT_RECORD_VERSION, record_partition_keys=run.record_partition_keys)
     if as_json:
-        emit_document("run", {"run": record, "launch": None if launch is None else _launch_document(launch)})
+        emit_document(
+            "run",
+            {
+                "run": record,
+                "launch": None if launch is None else _launch_document(launch),
+                **_launch_fields(run),
+                "trigger_request": None if request is None else _request_document(request, run.record_partition_keys),
+            },
+        )
         return
     console = cli_console()
     console.print(
@@ -151,13 +222,7 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
         f"{'keys discovered at run time' if selection['key_count'] is None else str(selection['key_count']) + ' keys'})",
         highlight=False,
     )
-    if launch is not None:
-        follows = "" if launch.follows_run_id is None else f", follows interrupted run {launch.follows_run_id}"
-        console.print(
-            f"launched by the trigger of flow {escape(launch.flow)}: request {launch.request_id}, "
-            f"try {launch.attempt}{follows}",
-            highlight=False,
-        )
+    _print_launch(console, run, launch, request)
     table = Table(title="tasks", title_justify="left")
     columns = ("asset", "status", "success", "failed", "skipped", "cancelled", "unfinished", "not started")
     for column in (*columns, "materialized"):
@@ -176,15 +241,33 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
             str(materialized),
         )
     print_table(console, table)
+    _print_failures(console, record)
+    if run.record_partition_keys:
+        _print_unsuccessful_keys(console, record)
+
+
+def _print_failures(console: Console, record: dict[str, Any]) -> None:
+    """Each asset's first failure; with recorded keys, the key it failed on."""
     for task in record["tasks"]:
         for attempt in task["attempts"]:
             if attempt["failure"] is not None:
                 failure = attempt["failure"]
+                key = attempt.get("partition_key")
+                where = f"attempt {attempt['index']}" if key is None else f"{escape(key)} (attempt {attempt['index']})"
                 console.print(
-                    f"[red]{escape(task['asset'])}[/] attempt {attempt['index']}: "
-                    f"{escape(failure['type'])}: {escape(failure['message'])}"
+                    f"[red]{escape(task['asset'])}[/] {where}: {escape(failure['type'])}: {escape(failure['message'])}",
+                    highlight=False,
                 )
                 break
+
+
+def _print_unsuccessful_keys(console: Console, record: dict[str, Any]) -> None:
+    """The failed and skipped keys of each asset (only a run that recorded keys has them)."""
+    for task in record["tasks"]:
+        for status in ("failed", "skipped"):
+            keys = [a["partition_key"] for a in task["attempts"] if a["status"] == status and a.get("partition_key")]
+            if keys:
+                console.print(f"{escape(task['asset'])} {status}: {escape(', '.join(keys))}", highlight=False)
 
 
 @runs.command("compare")

@@ -10,16 +10,28 @@ from partita.store.protocol import Store, StoredRun
 __all__ = ["compare_runs"]
 
 
-def _task_summary(task: TaskRecord, run_status: str) -> dict[str, Any]:
+#: Attempt statuses whose keys a comparison lists, when the run recorded keys.
+_UNSUCCESSFUL = ("failed", "skipped")
+
+
+def _task_summary(task: TaskRecord, run: StoredRun) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for attempt in task.attempts:
         counts[attempt.status] = counts.get(attempt.status, 0) + 1
-    return {
-        "status": task_status(task, run_status),
+    summary: dict[str, Any] = {
+        "status": task_status(task, run.status),
         "attempts": len(task.attempts),
         "counts": counts,
         "duration_seconds": sum(attempt.duration for attempt in task.attempts),
     }
+    if run.record_partition_keys:
+        # Only a run that opted in holds key text; the others say nothing rather than an empty list.
+        summary["failed_keys"] = sorted(
+            attempt.partition_key
+            for attempt in task.attempts
+            if attempt.status in _UNSUCCESSFUL and attempt.partition_key is not None
+        )
+    return summary
 
 
 def _changes(left: dict[str, Any] | None, right: dict[str, Any] | None) -> list[str]:
@@ -36,6 +48,12 @@ def _changes(left: dict[str, Any] | None, right: dict[str, Any] | None) -> list[
         before, after = left["counts"].get(status, 0), right["counts"].get(status, 0)
         if before != after and left["attempts"] == right["attempts"]:
             changes.append(f"{status} {before} -> {after}")
+    if "failed_keys" in left and "failed_keys" in right:
+        before_keys, after_keys = set(left["failed_keys"]), set(right["failed_keys"])
+        if after_keys - before_keys:
+            changes.append(f"newly failed or skipped: {', '.join(sorted(after_keys - before_keys))}")
+        if before_keys - after_keys:
+            changes.append(f"no longer failed or skipped: {', '.join(sorted(before_keys - after_keys))}")
     return changes
 
 
@@ -57,8 +75,8 @@ def _run_summary(run: StoredRun) -> dict[str, Any]:
 def compare_runs(store: Store, first: str, second: str) -> dict[str, Any]:
     """Per-asset status, attempts and duration in runs A and B, and what changed."""
     run_a, run_b = store.get_run(first), store.get_run(second)
-    tasks_a = {task.asset: _task_summary(task, run_a.status) for task in store.get_tasks(run_a.run_id)}
-    tasks_b = {task.asset: _task_summary(task, run_b.status) for task in store.get_tasks(run_b.run_id)}
+    tasks_a = {task.asset: _task_summary(task, run_a) for task in store.get_tasks(run_a.run_id)}
+    tasks_b = {task.asset: _task_summary(task, run_b) for task in store.get_tasks(run_b.run_id)}
     assets = list(tasks_a) + [name for name in tasks_b if name not in tasks_a]
     rows = []
     for asset in assets:

@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from partita.definitions.launch import RunLaunch
 from partita.events.model import EventDraft, EventSource, SourceKind
 from partita.execution.events import AttemptFinished, AttemptRetrying, AttemptStarted, ExecutionEvent
 from partita.planning.plan import FlowPlan
@@ -83,9 +84,10 @@ _flusher = _Flusher()
 class StoreJournal:
     """Records one run in a `Store`; create one per run."""
 
-    def __init__(self, store: Store, *, record_partition_keys: bool = False) -> None:
+    def __init__(self, store: Store, *, record_partition_keys: bool = False, launch: RunLaunch | None = None) -> None:
         self._store = store
         self._record_keys = record_partition_keys
+        self._launch = launch if launch is not None else RunLaunch()
         # Appended on the scheduler thread, drained by the flusher: deque
         # operations are atomic, so no event is lost between the two.
         self._buffer: collections.deque[Any] = collections.deque()
@@ -124,6 +126,7 @@ class StoreJournal:
                 owner_host=socket.gethostname(),
                 owner_pid=os.getpid(),
                 owner_token=current_owner_token(),
+                launch=self._launch,
             )
         )
         self._last_heartbeat = time.time()

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from partita.definitions.launch import RunLaunch, Tags
 from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, SourceKind
 from partita.results.record import AttemptRecord, RunHeader, TaskRecord
 
@@ -22,6 +23,7 @@ __all__ = [
     "PartitionRegistry",
     "ProgressBatch",
     "RunEnd",
+    "RunFilter",
     "RunHistory",
     "RunStart",
     "Store",
@@ -40,6 +42,19 @@ class RunStart:
     owner_host: str
     owner_pid: int
     owner_token: str
+    launch: RunLaunch = RunLaunch()
+
+
+@dataclass(frozen=True, slots=True)
+class RunFilter:
+    """Which runs `RunHistory.list_runs` returns besides its status: all given conditions hold.
+
+    ``tags`` must all be on the run; ``since`` is a POSIX time the run started at or after.
+    """
+
+    flow_name: str | None = None
+    tags: Tags = ()
+    since: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +85,10 @@ class StoredRun:
     plan: dict[str, Any]
     record_partition_keys: bool
     counts: dict[str, int]
+    #: `LaunchKind` value; None for a run recorded before launches were.
+    launched_by: str | None = None
+    flow_name: str | None = None
+    tags: Tags = ()
 
     @property
     def run_id(self) -> str:
@@ -148,7 +167,9 @@ class RunHistory(Protocol):
         """
         ...
 
-    def list_runs(self, *, limit: int = 20, status: str | None = None) -> list[StoredRun]: ...
+    def list_runs(
+        self, *, limit: int = 20, status: str | None = None, where: RunFilter | None = None
+    ) -> list[StoredRun]: ...
 
     def get_run(self, run_id: str) -> StoredRun:
         """The run with this id (or unique id prefix); `UnknownRunError` otherwise."""

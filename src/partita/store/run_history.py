@@ -19,18 +19,20 @@ from partita.events.model import EventDraft, SourceKind
 from partita.results.record import AttemptRecord, TaskRecord
 from partita.store.database import Database
 from partita.store.liveness import owner_is_alive
-from partita.store.protocol import ProgressBatch, RunEnd, RunStart, StoredRun
+from partita.definitions.launch import Tags
+from partita.store.protocol import ProgressBatch, RunEnd, RunFilter, RunStart, StoredRun
 from partita.store.retries import retry_transient
 from partita.store.rows import event_row
 from partita.store.run_rows import (
     RUN_START_COLUMNS,
     progress_rows,
+    filtered,
     replayed,
     run_start_row,
     stored_run,
     task_records,
 )
-from partita.store.schema import attempts, events, invocations, runs
+from partita.store.schema import attempts, events, invocations, run_tags, runs
 
 __all__ = ["MIN_RUN_ID_PREFIX", "SqlRunHistory"]
 
@@ -72,12 +74,15 @@ class SqlRunHistory:
         """
         values = run_start_row(run)
         started = values[2]
+        tag_rows = [{"run_id": run.run_id, "key": key, "value": value} for key, value in run.launch.tags]
 
         def insert(number: int) -> None:
             with self._database.write() as connection:
                 if number and self._run_row_is(connection, run.run_id, run.owner_token, started):
                     return  # an earlier try committed; only its acknowledgement was lost
                 connection.exec_driver_sql(self._run_start_sql, values)
+                if tag_rows:  # with the run's row: a run is never listed without its tags
+                    connection.execute(run_tags.insert(), tag_rows)
 
         with self._failures("record the run's start"):
             retry_transient(insert)
@@ -210,9 +215,19 @@ class SqlRunHistory:
             counts[run_id][status] = count
         return counts
 
-    def list_runs(self, *, limit: int = 20, status: str | None = None) -> list[StoredRun]:
-        """The latest runs first, at most ``limit``, of one status if given."""
-        query = select(runs).order_by(runs.c.started_at.desc())
+    def _tags(self, connection: Connection, run_ids: Sequence[str]) -> dict[str, Tags]:
+        found: dict[str, list[tuple[str, str]]] = {run_id: [] for run_id in run_ids}
+        if run_ids:
+            query = select(run_tags.c.run_id, run_tags.c.key, run_tags.c.value).where(run_tags.c.run_id.in_(run_ids))
+            for run_id, key, value in connection.execute(query.order_by(run_tags.c.run_id, run_tags.c.key)):
+                found[run_id].append((key, value))
+        return {run_id: tuple(pairs) for run_id, pairs in found.items()}
+
+    def list_runs(
+        self, *, limit: int = 20, status: str | None = None, where: RunFilter | None = None
+    ) -> list[StoredRun]:
+        """The latest runs first, at most ``limit``, of one status and matching ``where`` if given."""
+        query = filtered(select(runs), where).order_by(runs.c.started_at.desc())
         if status in ("running", "interrupted"):
             query = query.where(runs.c.status == "running")
         elif status is not None:
@@ -223,8 +238,9 @@ class SqlRunHistory:
             rows = list(connection.execute(query))
             if status in ("running", "interrupted"):
                 rows = [row for row in rows if self.status(row) == status][:limit]
-            counts = self._counts(connection, [row.run_id for row in rows])
-        return [stored_run(row, self.status(row), counts[row.run_id]) for row in rows]
+            ids = [row.run_id for row in rows]
+            counts, tags = self._counts(connection, ids), self._tags(connection, ids)
+        return [stored_run(row, self.status(row), counts[row.run_id], tags[row.run_id]) for row in rows]
 
     def _find(self, connection: Connection, run_id: str) -> Any:
         row = connection.execute(select(runs).where(runs.c.run_id == run_id)).first()
@@ -248,8 +264,8 @@ class SqlRunHistory:
         """The run with this id (or unique id prefix); `UnknownRunError` otherwise."""
         with self._failures("read the run"), self._connect() as connection:
             row = self._find(connection, run_id)
-            counts = self._counts(connection, [row.run_id])
-        return stored_run(row, self.status(row), counts[row.run_id])
+            counts, tags = self._counts(connection, [row.run_id]), self._tags(connection, [row.run_id])
+        return stored_run(row, self.status(row), counts[row.run_id], tags[row.run_id])
 
     def get_tasks(self, run_id: str) -> list[TaskRecord]:
         """The run's tasks in plan order, each with its attempts and their invocations."""

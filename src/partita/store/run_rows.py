@@ -12,17 +12,22 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy import Select, select
+
+from partita.definitions.launch import Tags
 from partita.results.model import FailureInfo
 from partita.results.record import AttemptRecord, InvocationRecord, RunHeader, TaskRecord
-from partita.store.protocol import ProgressBatch, RunStart, StoredRun
+from partita.store.protocol import ProgressBatch, RunFilter, RunStart, StoredRun
 from partita.store.rows import utc_datetime
+from partita.store.schema import run_tags, runs
 
-__all__ = ["RUN_START_COLUMNS", "progress_rows", "replayed", "run_start_row", "stored_run", "task_records"]
+__all__ = ["RUN_START_COLUMNS", "filtered", "progress_rows", "replayed", "run_start_row", "stored_run", "task_records"]
 
 #: The runs columns a run's start writes, in `run_start_row` order.
 RUN_START_COLUMNS = (
     "run_id", "status", "started_at", "targets", "selection_kind", "domain", "key_count", "attempt_count",
     "plan", "record_partition_keys", "owner_host", "owner_pid", "owner_token", "heartbeat_at",
+    "launched_by", "flow_name",
 )  # fmt: skip
 
 
@@ -50,7 +55,23 @@ def run_start_row(run: RunStart) -> tuple[Any, ...]:
         run.owner_pid,
         run.owner_token,
         started,
+        run.launch.kind.value,
+        run.launch.flow_name,
     )
+
+
+def filtered(query: Select[Any], where: RunFilter | None) -> Select[Any]:
+    """``query`` over runs restricted to the runs ``where`` describes (each tag is one indexed lookup)."""
+    if where is None:
+        return query
+    if where.flow_name is not None:
+        query = query.where(runs.c.flow_name == where.flow_name)
+    if where.since is not None:
+        query = query.where(runs.c.started_at >= where.since)
+    for key, value in where.tags:
+        tagged = select(run_tags.c.run_id).where(run_tags.c.key == key, run_tags.c.value == value)
+        query = query.where(runs.c.run_id.in_(tagged))
+    return query
 
 
 def _attempt_row(run_id: str, record: AttemptRecord) -> tuple[Any, ...]:
@@ -105,7 +126,7 @@ def progress_rows(run_id: str, records: Sequence[AttemptRecord]) -> tuple[list[t
     return attempt_rows, invocation_rows
 
 
-def stored_run(row: Any, status: str, counts: dict[str, int]) -> StoredRun:
+def stored_run(row: Any, status: str, counts: dict[str, int], tags: Tags = ()) -> StoredRun:
     """A runs row read back, with its status as history shows it and its attempt counts by status."""
     summary = json.loads(row.summary) if row.summary else {}
     if status == "interrupted" and "running" in counts:
@@ -130,6 +151,9 @@ def stored_run(row: Any, status: str, counts: dict[str, int]) -> StoredRun:
         plan=json.loads(row.plan),
         record_partition_keys=bool(row.record_partition_keys),
         counts=counts,
+        launched_by=row.launched_by,
+        flow_name=row.flow_name,
+        tags=tags,
     )
 
 

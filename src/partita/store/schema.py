@@ -34,6 +34,7 @@ __all__ = [
     "metadata",
     "partition_history",
     "partitions",
+    "run_tags",
     "runs",
     "trigger_requests",
     "trigger_runs",
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 #: Every migration revision this version ships, oldest first.
-KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006")
+KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
 SCHEMA_HEAD = KNOWN_REVISIONS[-1]
 #: Columns and indexes that exist on PostgreSQL only and that no query built
 #: from these tables names (driver SQL reads them): (table, column, index).
@@ -74,8 +75,22 @@ runs = Table(
     Column("owner_pid", Integer, nullable=False),
     Column("owner_token", Text, nullable=False),
     Column("heartbeat_at", Float, nullable=False),
+    Column("launched_by", String(16)),  # null: recorded before launches were (revision 0007)
+    Column("flow_name", Text),
     Index("ix_partita_runs_started_at", "started_at"),
     Index("ix_partita_runs_status", "status"),
+    Index("ix_partita_runs_flow_name", "flow_name", "started_at"),
+)
+
+#: User tags of a run, one value per key; indexed by (key, value) for ``runs list --tag``.
+run_tags = Table(
+    "partita_run_tags",
+    metadata,
+    Column("run_id", String(64), ForeignKey("partita_runs.run_id", ondelete="CASCADE"), primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+    Index("ix_partita_run_tags_key_value", "key", "value"),
+    sqlite_with_rowid=False,
 )
 
 attempts = Table(

@@ -18,7 +18,7 @@ from partita.results.record import AttemptRecord, TaskRecord
 from partita.store.database import Database
 from partita.store.event_store import SqlEventStore
 from partita.store.partition_registry import SqlPartitionRegistry
-from partita.store.protocol import PartitionRecord, ProgressBatch, RunEnd, RunStart, StoredRun
+from partita.store.protocol import PartitionRecord, ProgressBatch, RunEnd, RunFilter, RunStart, StoredRun
 from partita.store.run_history import SqlRunHistory
 from partita.store.upgrade import MIGRATIONS, upgrade_schema
 
@@ -100,9 +100,11 @@ class SqlStore:
         """The last attempts and the outcome: one transaction, one fsync; retried when transient."""
         self.run_history.record_run_finished(end, progress)
 
-    def list_runs(self, *, limit: int = 20, status: str | None = None) -> list[StoredRun]:
-        """The latest runs first, at most ``limit``, of one status if given."""
-        return self.run_history.list_runs(limit=limit, status=status)
+    def list_runs(
+        self, *, limit: int = 20, status: str | None = None, where: RunFilter | None = None
+    ) -> list[StoredRun]:
+        """The latest runs first, at most ``limit``, of one status and matching ``where`` if given."""
+        return self.run_history.list_runs(limit=limit, status=status, where=where)
 
     def get_run(self, run_id: str) -> StoredRun:
         """The run with this id (or unique id prefix); `UnknownRunError` otherwise."""

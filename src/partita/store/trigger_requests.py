@@ -195,6 +195,13 @@ class TriggerRequests:
         """The run's status as history shows it (``interrupted`` once its owner is gone), or None before it started."""
         return self._run_history.run_status(run_id)
 
+    def request(self, request_id: int) -> TriggerRequest | None:
+        """The request with this id (its consumer key and generation), or None when it is gone."""
+        query = select(trigger_requests).where(trigger_requests.c.id == request_id)
+        with self._failures("read a trigger request"), self._database.connect() as connection:
+            row = connection.execute(query).first()
+        return None if row is None else _request(row)
+
     def launch(self, run_id: str) -> TriggerLaunch | None:
         """How a consumer run was launched (None for a run no trigger started)."""
         with self._failures("read the run's launch"), self._database.connect() as connection:
