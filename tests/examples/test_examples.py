@@ -824,6 +824,12 @@ EXPECTED_OUTPUT["project_config.py"] = [
 ]
 
 
+EXPECTED_OUTPUT["scheduled_reports.py"] = [
+    "hourly_snapshot: cron 0 * * * * in UTC, catch-up latest",
+    "nightly_report: cron 0 0 * * * in Europe/Berlin, catch-up 7",
+]
+
+
 def test_every_example_has_expected_output():
     assert sorted(EXPECTED_OUTPUT) == _example_files()
 
