@@ -12,6 +12,7 @@ from partita.automation.mappers import (
     RollupMapper,
 )
 from partita.automation.triggers import CronPartitions, OnAssetEvents
+from partita.config import ProjectConfig, load_project_config
 from partita.definitions.assets import AssetDefinition, asset
 from partita.definitions.config import RunConfig
 from partita.definitions.groups import PartitionGroup
@@ -89,7 +90,6 @@ from partita.results.model import (
     SkipReason,
     TaskResult,
 )
-from partita.config import ProjectConfig, load_project_config
 from partita.store import SqlStore, Store, open_store
 from partita.version import __version__ as __version__  # written once, in partita.version
 

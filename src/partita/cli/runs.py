@@ -6,26 +6,27 @@ import time
 from typing import Any
 
 import click
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from partita.cli.common import (
     STORABLE_TEXT,
-    since_time,
-    tags_of,
     chosen_store_url,
     emit_document,
     handles_errors,
     json_option,
     reading_store,
+    since_time,
     store_option,
+    tags_of,
 )
 from partita.cli.tables import cli_console, print_table
 from partita.errors import UnknownRunError
 from partita.results.record import render_record
 from partita.store import StoredRun
-from partita.store.protocol import RunFilter
 from partita.store.history import compare_runs
+from partita.store.protocol import RunFilter
 from partita.store.trigger_requests import TriggerRequest
 from partita.store.triggers import TriggerLaunch, TriggerStore
 

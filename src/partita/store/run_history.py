@@ -14,19 +14,19 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
+from partita.definitions.launch import Tags
 from partita.errors import UnknownRunError
 from partita.events.model import EventDraft, SourceKind
 from partita.results.record import AttemptRecord, TaskRecord
 from partita.store.database import Database
 from partita.store.liveness import owner_is_alive
-from partita.definitions.launch import Tags
 from partita.store.protocol import ProgressBatch, RunEnd, RunFilter, RunStart, StoredRun
 from partita.store.retries import retry_transient
 from partita.store.rows import event_row
 from partita.store.run_rows import (
     RUN_START_COLUMNS,
-    progress_rows,
     filtered,
+    progress_rows,
     replayed,
     run_start_row,
     stored_run,
