@@ -353,7 +353,7 @@ def test_a_prefix_shorter_than_four_characters_matches_nothing_even_when_unique(
     start_run(run_history, "abcd1111" + "0" * 24, NOW)
 
     for short in ("a", "ab", "abc"):
-        with pytest.raises(UnknownRunError, match="no run with id"):
+        with pytest.raises(UnknownRunError, match="too short: give at least 4 characters"):
             run_history.get_run(short)
     assert run_history.get_run("abcd").run_id == "abcd1111" + "0" * 24
 
