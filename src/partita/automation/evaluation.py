@@ -27,7 +27,7 @@ from partita.results.model import RunResult
 from partita.store.sql import SqlStore
 from partita.store.triggers import TriggerRequest, TriggerStore
 
-__all__ = ["PassReport", "TriggerEvaluator", "UpstreamProgress", "run_request"]
+__all__ = ["PassReport", "consumer_partition_def", "TriggerEvaluator", "UpstreamProgress", "run_request"]
 
 log = logging.getLogger("partita.triggers")
 
@@ -68,6 +68,11 @@ class UpstreamProgress:
     upstream_keys: int
 
 
+def consumer_partition_def(flow: Flow) -> Any:
+    """The partition definition a triggered flow's consumer keys belong to: its closure's first partitioned one."""
+    return next((d.partition_def for d in flow.closure() if d.partition_def is not None), None)
+
+
 class TriggerEvaluator:
     """Evaluates one flow's trigger against a store."""
 
@@ -78,9 +83,7 @@ class TriggerEvaluator:
         self.store = store
         self.triggers = TriggerStore(store)
         # The first partitioned definition of the closure: fixed for the flow, so found once.
-        self._consumer_def = next(
-            (d.partition_def for d in flow.closure() if d.partition_def is not None), None
-        )
+        self._consumer_def = consumer_partition_def(flow)
         self._last_stale_check = float("-inf")
         self._registry = flow.registry
 

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from partita.automation.evaluation import consumer_partition_def
 from partita.automation.schedules import next_ticks, scheduled_key, tick_before
 from partita.automation.triggers import CronPartitions
 from partita.cli.common import emit_document, handles_errors, json_option, preview_store, store_option
@@ -27,7 +28,7 @@ def _schedule(flow: Flow, triggers: TriggerStore, now: dt.datetime, count: int) 
     last = None if last_tick is None else dt.datetime.fromtimestamp(last_tick, dt.UTC)
     # Upcoming ticks: after now, and never at or before what the trigger counts from.
     after = max(trigger.counted_after(last), now)
-    consumer = next((d.partition_def for d in flow.closure() if d.partition_def is not None), None)
+    consumer = consumer_partition_def(flow)
     # What a tick runs depends on the tick before it (see `scheduled_key`).
     before = tick_before(trigger.cron, zone, after)
     previous = trigger.counted_after(before)

@@ -208,9 +208,8 @@ class Settlement:
             index=key_index,
         )
         self._settle(task, key_index, result, None)
-        if self._has_callbacks and task.definition.on_success is not None:
-            assert self.asset_callback is not None
-            self.asset_callback("on_success", task, key_index, None, len(invocations))
+        if self._has_callbacks:
+            self._call_back("on_success", task, key_index, None, len(invocations))
 
     def fail_attempt(
         self,
@@ -230,9 +229,8 @@ class Settlement:
             invocations=invocations,
         )
         self._settle(task, key_index, result, result)
-        if self._has_callbacks and task.definition.on_failure is not None:
-            assert self.asset_callback is not None
-            self.asset_callback("on_failure", task, key_index, exc, len(invocations))
+        if self._has_callbacks:
+            self._call_back("on_failure", task, key_index, exc, len(invocations))
 
     def invocation_failed(
         self, task: TaskState, key_index: int, exc: BaseException, started: float, finished: float
@@ -278,9 +276,8 @@ class Settlement:
                     invocation.failure,
                 )
             )
-        if self._has_callbacks and task.definition.on_retry is not None:
-            assert self.asset_callback is not None
-            self.asset_callback("on_retry", task, key_index, exc, invocation.number)
+        if self._has_callbacks:
+            self._call_back("on_retry", task, key_index, exc, invocation.number)
         self.retry_timers[token] = self._dispatcher.timer(self._retry_after(token, retry.delay))
 
     async def _retry_after(self, token: Token, delay: float) -> None:
@@ -306,6 +303,12 @@ class Settlement:
                 timer.cancel()
                 del self.retry_timers[token]
                 self._skip(task, key_index, SkipReason.RESOURCE_CIRCUIT_OPEN, ())
+
+    def _call_back(self, label: str, task: TaskState, key_index: int, exc: BaseException | None, number: int) -> None:
+        """Run the asset's ``label`` callback when it declares one (the run has callbacks at all)."""
+        if getattr(task.definition, label) is not None:
+            assert self.asset_callback is not None
+            self.asset_callback(label, task, key_index, exc, number)
 
     def cancel_retries(self) -> None:
         for timer in list(self.retry_timers.values()):
