@@ -28,6 +28,7 @@ __all__ = [
     "POSTGRESQL_ONLY",
     "SCHEMA_HEAD",
     "VERSION_TABLE",
+    "attempt_logs",
     "attempts",
     "events",
     "invocations",
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 #: Every migration revision this version ships, oldest first.
-KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
+KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008")
 SCHEMA_HEAD = KNOWN_REVISIONS[-1]
 #: Columns and indexes that exist on PostgreSQL only and that no query built
 #: from these tables names (driver SQL reads them): (table, column, index).
@@ -55,6 +56,9 @@ POSTGRESQL_ONLY = (("partita_events", "txid", "ix_partita_events_txid"),)
 VERSION_TABLE = "partita_alembic_version"
 
 metadata = MetaData()
+
+# Attempts that recorded their partition key (``record_partition_keys``).
+_KEYED = text("partition_key IS NOT NULL")
 
 runs = Table(
     "partita_runs",
@@ -77,6 +81,7 @@ runs = Table(
     Column("heartbeat_at", Float, nullable=False),
     Column("launched_by", String(16)),  # null: recorded before launches were (revision 0007)
     Column("flow_name", Text),
+    Column("cancel_requested_at", Float),  # set by another process asking this run to cancel
     Index("ix_partita_runs_started_at", "started_at"),
     Index("ix_partita_runs_status", "status"),
     Index("ix_partita_runs_flow_name", "flow_name", "started_at"),
@@ -113,7 +118,28 @@ attempts = Table(
     Column("blocked_by", Text),  # JSON [[asset, index], ...]
     Column("resolution", String(16)),
     Column("materialization_id", Text),
+    # A key's attempts across runs (``partita status``), where keys are recorded.
+    Index("ix_partita_attempts_asset_key", "asset", "partition_key", sqlite_where=_KEYED, postgresql_where=_KEYED),
     sqlite_with_rowid=False,
+)
+
+#: Log records and captured output of attempts, one row per line; ``id`` orders a run's lines.
+attempt_logs = Table(
+    "partita_attempt_logs",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    Column("run_id", String(64), ForeignKey("partita_runs.run_id", ondelete="CASCADE"), nullable=False),
+    Column("asset", Text, nullable=False),
+    Column("idx", Integer, nullable=False),
+    Column("invocation", Integer),
+    Column("seq", Integer, nullable=False),  # the line's number within its attempt; a gap marks a cut
+    Column("at", Float, nullable=False),
+    Column("stream", String(8), nullable=False),
+    Column("level", Integer),  # a logging level; null for captured output
+    Column("logger", Text),
+    Column("message", Text, nullable=False),
+    Index("ix_partita_attempt_logs_run", "run_id", "id"),
+    Index("ix_partita_attempt_logs_attempt", "run_id", "asset", "idx", "seq"),
 )
 
 invocations = Table(
@@ -134,6 +160,8 @@ invocations = Table(
 # Published events carry a dedupe identity; outlet and discovery events (null
 # dedupe key, written once with their attempt) stay out of these partial indexes.
 _PUBLISHED = text("dedupe_key IS NOT NULL")
+# The automatic event of each successful attempt: the last success of a key is read from this index alone.
+_OUTLET = text("source_kind = 'outlet'")
 
 # On PostgreSQL revision 0006 adds ``txid`` (the inserting transaction's id,
 # filled by the database): triggers consume events in commit order through it.
@@ -157,6 +185,14 @@ events = Table(
     Column("payload_hash", String(64)),
     Index("ix_partita_events_asset_id", "asset", "id"),
     Index("ix_partita_events_asset_key", "asset", "partition_key"),
+    Index(
+        "ix_partita_events_outlet_key",
+        "asset",
+        "partition_key",
+        "id",
+        sqlite_where=_OUTLET,
+        postgresql_where=_OUTLET,
+    ),
     Index(
         "uq_partita_events_dedupe_key",
         "dedupe_key",
