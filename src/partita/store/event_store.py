@@ -16,6 +16,7 @@ from partita.errors import EmissionError, StoreError
 from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, SourceKind
 from partita.store.database import Database, describe_failure
 from partita.store.event_writer import EventWriter
+from partita.store.protocol import LastSuccess
 from partita.store.retries import is_transient, retry_transient
 from partita.store.rows import event_of, event_row, utc_datetime
 from partita.store.schema import events
@@ -103,6 +104,40 @@ class SqlEventStore:
                 return [event_of(row) for row in connection.execute(query)]
 
         with self._failures("list events"):
+            return retry_transient(read)
+
+    def last_successes(self, asset: str) -> dict[str, LastSuccess]:
+        """Each key of ``asset`` with its newest outlet event, read from the outlet-key index alone.
+
+        The index covers every column read, so no event row is visited. The literal ``source_kind = 'outlet'`` matches the partial index's
+        condition, which a bound parameter would not; SQLite takes the other
+        columns of a ``MAX`` aggregate from the row that holds the maximum,
+        PostgreSQL says the same with ``DISTINCT ON``.
+        """
+        where = f"asset = ? AND source_kind = '{SourceKind.OUTLET.value}' AND partition_key IS NOT NULL"
+        if self._database.dialect == "sqlite":
+            query = (
+                f"SELECT partition_key, MAX(id), source_run_id, timestamp FROM {events.name} "
+                f"WHERE {where} GROUP BY partition_key"
+            )
+        else:
+            query = (
+                f"SELECT DISTINCT ON (partition_key) partition_key, id, source_run_id, timestamp "
+                f"FROM {events.name} WHERE {where} ORDER BY partition_key, id DESC"
+            )
+
+        def read(_: int) -> dict[str, LastSuccess]:
+            with self._database.connect() as connection:
+                # The DBAPI cursor: 100,000 SQLAlchemy rows would cost more than the query.
+                cursor = connection.connection.cursor()
+                try:
+                    cursor.execute(self._database.driver_sql(query), (asset,))
+                    rows = cursor.fetchall()
+                finally:
+                    cursor.close()
+            return {row[0]: LastSuccess(*row) for row in rows}
+
+        with self._failures("read the last successes"):
             return retry_transient(read)
 
     def list_events_by_ids(self, ids: Sequence[int]) -> list[AssetEvent]:

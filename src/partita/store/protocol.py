@@ -19,6 +19,7 @@ from partita.results.record import AttemptRecord, RunHeader, TaskRecord
 
 __all__ = [
     "EventStore",
+    "LastSuccess",
     "PartitionRecord",
     "PartitionRegistry",
     "ProgressBatch",
@@ -178,6 +179,24 @@ class RunHistory(Protocol):
     def get_tasks(self, run_id: str) -> list[TaskRecord]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class LastSuccess:
+    """A key's newest outlet event: the last time an attempt materialized it.
+
+    The time stays POSIX seconds (``timestamp``) because a status over
+    100,000 keys should not build 100,000 datetimes; ``at`` converts one.
+    """
+
+    partition_key: str
+    event_id: int
+    run_id: str | None
+    timestamp: float
+
+    @property
+    def at(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.timestamp, dt.UTC)
+
+
 @runtime_checkable
 class EventStore(Protocol):
     """The asset event log: durable, deduplicated emission and reading back in id order."""
@@ -196,6 +215,10 @@ class EventStore(Protocol):
         run_id: str | None = None,
         kinds: Sequence[SourceKind] | None = None,
     ) -> list[AssetEvent]: ...
+
+    def last_successes(self, asset: str) -> dict[str, LastSuccess]:
+        """Each key of ``asset`` that a successful attempt materialized, with its newest outlet event."""
+        ...
 
 
 @runtime_checkable

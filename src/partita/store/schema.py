@@ -190,6 +190,8 @@ events = Table(
         "asset",
         "partition_key",
         "id",
+        "source_run_id",
+        "timestamp",
         sqlite_where=_OUTLET,
         postgresql_where=_OUTLET,
     ),

@@ -18,7 +18,15 @@ from partita.results.record import AttemptRecord, TaskRecord
 from partita.store.database import Database
 from partita.store.event_store import SqlEventStore
 from partita.store.partition_registry import SqlPartitionRegistry
-from partita.store.protocol import PartitionRecord, ProgressBatch, RunEnd, RunFilter, RunStart, StoredRun
+from partita.store.protocol import (
+    LastSuccess,
+    PartitionRecord,
+    ProgressBatch,
+    RunEnd,
+    RunFilter,
+    RunStart,
+    StoredRun,
+)
 from partita.store.run_history import SqlRunHistory
 from partita.store.upgrade import MIGRATIONS, upgrade_schema
 
@@ -134,6 +142,10 @@ class SqlStore:
         return self.event_store.list_events(
             asset=asset, partition_key=partition_key, since=since, limit=limit, run_id=run_id, kinds=kinds
         )
+
+    def last_successes(self, asset: str) -> dict[str, LastSuccess]:
+        """Each key of ``asset`` that a successful attempt materialized, with its newest outlet event."""
+        return self.event_store.last_successes(asset)
 
     def list_events_by_ids(self, ids: Sequence[int]) -> list[AssetEvent]:
         """These events, in id order (unknown ids are skipped)."""

@@ -197,3 +197,33 @@ def test_list_events_by_ids_finds_events_past_a_thousand_unknown_ids(event_store
     unknown = list(range(-1200, 0))
 
     assert [event.id for event in event_store.list_events_by_ids([*unknown, *reversed(ids)])] == ids
+
+
+# -- the last success of each key -----------------------------------------------------------------
+
+
+def _outlet_at(asset: str, key: str | None, run_id: str, when: dt.datetime):
+    return draft(asset, key=key, source=EventSource(SourceKind.OUTLET, run_id, asset, key is not None, 1), timestamp=when)
+
+
+def test_last_successes_give_each_key_its_newest_outlet_event_with_run_and_time(event_store):
+    event_store.record_event(_outlet_at("load", "a", "run-1", WHEN))
+    event_store.record_event(_outlet_at("load", "b", "run-1", WHEN))
+    newest = event_store.record_event(_outlet_at("load", "a", "run-2", WHEN + dt.timedelta(hours=1)))
+
+    successes = event_store.last_successes("load")
+
+    assert set(successes) == {"a", "b"}
+    assert (successes["a"].event_id, successes["a"].run_id) == (newest.id, "run-2")
+    assert successes["a"].at == WHEN + dt.timedelta(hours=1)
+    assert successes["b"].run_id == "run-1"
+
+
+def test_last_successes_ignore_published_events_other_assets_and_unkeyed_outlets(event_store):
+    event_store.record_event(draft("load", key="published", dedupe_key="key:published"))
+    event_store.record_event(draft("load", key="external"))
+    event_store.record_event(_outlet_at("other", "a", "run-1", WHEN))
+    event_store.record_event(_outlet_at("load", None, "run-1", WHEN))
+
+    assert event_store.last_successes("load") == {}
+    assert set(event_store.last_successes("other")) == {"a"}

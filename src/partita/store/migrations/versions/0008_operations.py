@@ -1,9 +1,9 @@
 """What operating partitions needs: status per key, cancellation, attempt logs.
 
 - ``ix_partita_events_outlet_key``: a partial index over outlet events by
-  (asset, partition_key, id), so the last success of each key of an asset
-  (``partita status``, ``--missing`` backfills) is read from the index alone,
-  without touching the published events of the same asset.
+  (asset, partition_key, id) that also holds the run and the time, so the last
+  success of each key of an asset (``partita status``, ``--missing``
+  backfills) is read from the index alone, without visiting a row.
 - ``ix_partita_attempts_asset_key``: attempts by (asset, partition_key) where
   keys are recorded, so a key's failed or running attempts are found without
   scanning every run.
@@ -33,7 +33,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_partita_events_outlet_key",
         "partita_events",
-        ["asset", "partition_key", "id"],
+        ["asset", "partition_key", "id", "source_run_id", "timestamp"],
         sqlite_where=_OUTLET,
         postgresql_where=_OUTLET,
     )
