@@ -24,6 +24,7 @@ LAYERS = {
     "flow": 8,
     "config": 8,
     "automation": 9,
+    "operations": 9,
     "cli": 10,
     "__main__": 11,
     "partita": 11,
