@@ -107,6 +107,8 @@ class TriggerStore(TriggerRequests):
         every older transaction has ended, a long one included.
         """
         names = list(assets)
+        if not names:  # nothing to read; PostgreSQL would reject the empty IN ()
+            return []
         with self._failures("read new events"), self._database.connect() as connection:
             if self._database.dialect != "postgresql":
                 query = (

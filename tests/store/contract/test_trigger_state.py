@@ -320,6 +320,12 @@ def test_new_events_are_read_in_commit_order_after_the_position_for_the_consumed
 # -- daemons -----------------------------------------------------------------------------------------
 
 
+def test_new_events_of_no_assets_are_none_on_every_backend(trigger_state, event_store):
+    event_store.record_event(draft("raw", key="k1"))
+
+    assert trigger_state.new_events([], START) == []
+
+
 def test_a_daemon_is_registered_beats_and_stops(trigger_state, tables):
     trigger_state.daemon_started("daemon-1", "host-a", 4242, T0)
     trigger_state.daemon_heartbeat("daemon-1", T0 + 5)
