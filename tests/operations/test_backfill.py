@@ -233,6 +233,12 @@ def test_failed_from_narrowed_to_a_target_reruns_only_that_assets_closure(store_
     assert plan.targets == ("extract",)
     assert [task.name for task in plan.tasks] == ["extract"]
     assert plan.backfill is not None and plan.backfill.considered == 1
+    pipeline.failing = set()
+    pipeline.ran.clear()
+    with pytest.raises(p.ConfigurationError, match="targets: the plan has"):
+        pipeline.flow.run(plan)  # the flow's targets differ from the narrowed plan's
+    pipeline.flow.with_targets(plan.targets).run(plan)
+    assert pipeline.ran == [("extract", "2026-03-02")]
     with pytest.raises(p.ConfigurationError, match="target\\(s\\) elsewhere were not part of that run's plan"):
         p.plan_failed_from(pipeline.flow, failed.run_id, store=store_url, targets=["elsewhere"])
 

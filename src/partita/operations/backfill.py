@@ -192,7 +192,8 @@ def plan_failed_from(
     or a resource circuit opened, of every asset in the closure of
     ``targets`` (default: the run's targets) give the keys. A failed
     unpartitioned asset reads every key, so then every key the run attempted
-    is selected.
+    is selected. The plan's targets are the chosen ones: run it with
+    ``flow.with_targets(plan.targets)``.
     """
     with _reading(store) as opened:
         run = opened.get_run(run_id)
