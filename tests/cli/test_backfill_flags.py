@@ -221,3 +221,22 @@ def test_backfills_read_and_record_in_a_postgresql_or_sqlite_store_given_by_flag
     assert ran() == ["extract-2026-03-04", "publish-2026-03-04"]
     launched = [run["launched_by"] for run in _runs(invoke, *store)]
     assert launched == ["backfill", "backfill", "cli"]
+
+
+def test_a_store_that_fails_while_the_backfill_is_selected_is_exit_4_and_nothing_runs(
+    invoke, entry, ran, monkeypatch
+) -> None:
+    from partita.errors import StoreError
+    from partita.store import SqlStore
+
+    def unavailable(self, asset):
+        raise StoreError("could not read the last successes: the database is locked")
+
+    assert invoke("run", entry, "--partition-key", "2026-03-01", "--yes").exit_code == 0
+    before = len(_runs(invoke))
+    monkeypatch.setattr(SqlStore, "last_successes", unavailable)
+    result = invoke("run", entry, "--missing", "--partition-range", "2026-03-01", "2026-03-02", "--yes")
+    assert result.exit_code == 4, result.output
+    assert "could not read the last successes" in result.output and "Traceback" not in result.output
+    assert ran() == ["extract-2026-03-01", "publish-2026-03-01"]
+    assert len(_runs(invoke)) == before

@@ -319,3 +319,15 @@ def test_a_store_url_that_does_not_exist_is_a_store_error_and_is_not_created(tmp
     with pytest.raises(p.StoreError):
         p.plan_missing(pipeline.flow, {"partition_keys": ["2026-03-01"]}, store=f"sqlite:///{absent}")
     assert not absent.exists()
+
+
+def test_a_backfill_that_fails_on_a_key_leaves_only_that_key_missing(store_url: str) -> None:
+    pipeline = Pipeline(p.DatePartitionDef(), store_url)
+    pipeline.failing = {"2026-03-03"}
+    window = {"partition_range": ("2026-03-01", "2026-03-04")}
+    p.open_store(store_url).close()  # plan_missing reads a store, it never creates one
+    result = pipeline.run(p.plan_missing(pipeline.flow, window, store=store_url))
+    assert result.status is p.RunStatus.FAILED
+    pipeline.failing = set()
+    plan = p.plan_missing(pipeline.flow, window, store=store_url)
+    assert [key.isoformat() for key in plan.partition_keys] == ["2026-03-03"]
