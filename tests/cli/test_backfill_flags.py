@@ -240,3 +240,18 @@ def test_a_store_that_fails_while_the_backfill_is_selected_is_exit_4_and_nothing
     assert "could not read the last successes" in result.output and "Traceback" not in result.output
     assert ran() == ["extract-2026-03-01", "publish-2026-03-01"]
     assert len(_runs(invoke)) == before
+
+
+def test_run_shows_the_backfill_plan_before_asking_and_a_no_runs_nothing(invoke, entry, ran, monkeypatch) -> None:
+    from partita.cli import main as cli_main
+
+    monkeypatch.setattr(cli_main, "_stdin_is_interactive", lambda: True)
+    declined = invoke("run", entry, "--missing", "--partition-range", "2026-03-01", "2026-03-02", input="n\n")
+    assert declined.exit_code == 0, declined.output
+    shown = declined.output
+    assert shown.index("backfill of missing keys: 2 of 2") < shown.index("Run 4 attempts? [y/N]")
+    assert "Declined; nothing ran." in shown
+    assert ran() == [] and _runs(invoke) == []
+    approved = invoke("run", entry, "--missing", "--partition-range", "2026-03-01", "2026-03-02", input="y\n")
+    assert approved.exit_code == 0, approved.output
+    assert ran() == ["extract-2026-03-01", "extract-2026-03-02", "publish-2026-03-01", "publish-2026-03-02"]
