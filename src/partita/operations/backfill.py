@@ -26,7 +26,7 @@ from partita.partitions.base import apply_key_rule
 from partita.planning.backfill import BackfillKind, BackfillOrigin
 from partita.planning.plan import FlowPlan
 from partita.planning.selection import CONFIG_FIELDS, SelectionFields, SelectionKind
-from partita.results.record import AttemptRecord
+from partita.results.record import AttemptRecord, TaskRecord
 from partita.store import Store, StoredRun, open_store
 
 __all__ = ["plan_failed_from", "plan_missing"]
@@ -261,7 +261,9 @@ def _unsuccessful(attempt: AttemptRecord) -> bool:
     return attempt.status == "failed" or (attempt.status == "skipped" and attempt.reason in _FAILURE_SKIPS)
 
 
-def _rerun_texts(run: StoredRun, tasks: Sequence[Any], unsuccessful: Sequence[AttemptRecord], flag: str) -> list[str]:
+def _rerun_texts(
+    run: StoredRun, tasks: Sequence[TaskRecord], unsuccessful: Sequence[AttemptRecord], flag: str
+) -> list[str]:
     """The key text to rerun: each unsuccessful keyed attempt's, or every attempted key when a keyless one failed."""
     producers = {task["name"] for task in run.plan.get("tasks", ()) if task.get("discovers")}
     partitioned = [task for task in tasks if task.partitioned and task.asset not in producers]

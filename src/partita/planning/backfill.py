@@ -59,11 +59,15 @@ class BackfillOrigin:
         """One line for people: what was compared and what is selected."""
         targets = ", ".join(self.targets)
         if self.kind is BackfillKind.MISSING:
-            lead = f"backfill of missing keys: {self.selected} of {self.considered} selected keys lack a success of {targets}"
+            lead = (
+                f"backfill of missing keys: {self.selected} of {self.considered} selected keys "
+                f"lack a success of {targets}"
+            )
         else:
             lead = (
-                f"backfill of run {self.source_run_id}: {_count(self.considered, 'failed or dependency-skipped attempt')} "
-                f"upstream of or at {targets}, {_count(self.selected, 'key')} to rerun"
+                f"backfill of run {self.source_run_id}: "
+                f"{_count(self.considered, 'failed or dependency-skipped attempt')} upstream of or at {targets}, "
+                f"{_count(self.selected, 'key')} to rerun"
             )
         return lead + ("; nothing to run" if self.empty else "")
 
