@@ -242,7 +242,7 @@ def test_a_store_that_fails_while_the_backfill_is_selected_is_exit_4_and_nothing
     assert len(_runs(invoke)) == before
 
 
-def test_run_shows_the_backfill_plan_before_asking_and_a_no_runs_nothing(invoke, entry, ran, monkeypatch) -> None:
+def test_run_shows_the_backfill_plan_before_asking_and_declining_runs_nothing(invoke, entry, ran, monkeypatch) -> None:
     from partita.cli import main as cli_main
 
     monkeypatch.setattr(cli_main, "_stdin_is_interactive", lambda: True)
