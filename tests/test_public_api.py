@@ -20,6 +20,7 @@ EXPECTED = {
     "SourceKind", "SqlStore", "StaticPartitionDef", "Store", "StoreError", "SystemClock", "TaskPlan", "TaskResult",
     "UnknownPartitionError", "UnknownRunError", "asset", "default_registry", "emit", "load_project_config", "open_store", "publish_event",
     "run",
+    "BackfillKind", "BackfillOrigin", "plan_failed_from", "plan_missing",
 }
 
 

@@ -64,6 +64,7 @@ from partita.materialization import (
     MaterializationInvalidation,
     MaterializationRecord,
 )
+from partita.operations.backfill import plan_failed_from, plan_missing
 from partita.partitions import (
     DatePartitionDef,
     HourlyPartitionDef,
@@ -75,6 +76,7 @@ from partita.partitions import (
     PartitionKey,
     StaticPartitionDef,
 )
+from partita.planning.backfill import BackfillKind, BackfillOrigin
 from partita.planning.plan import FlowPlan, TaskPlan
 from partita.planning.selection import SelectionKind
 from partita.results.model import (
@@ -104,6 +106,8 @@ __all__ = [
     "AttemptRetrying",
     "AttemptStarted",
     "AttemptStatus",
+    "BackfillKind",
+    "BackfillOrigin",
     "CallbackContext",
     "CallbackError",
     "Clock",
@@ -189,6 +193,8 @@ __all__ = [
     "emit",
     "load_project_config",
     "open_store",
+    "plan_failed_from",
+    "plan_missing",
     "publish_event",
     "run",
 ]

@@ -237,8 +237,18 @@ class Flow:
             return
         yield spec  # type: ignore[misc]
 
+    def _launch(self, plan: FlowPlan, launched_by: LaunchKind) -> RunLaunch:
+        """How the run is recorded: a backfill plan is a backfill whoever runs it, tagged with its source."""
+        if not isinstance(launched_by, LaunchKind):
+            raise DefinitionError("launched_by must be a LaunchKind")
+        if plan.backfill is None:
+            return RunLaunch(kind=launched_by, flow_name=self.name, tags=self.tags)
+        tags = check_tags({**dict(self.tags), **dict(plan.backfill.tags)})
+        return RunLaunch(kind=LaunchKind.BACKFILL, flow_name=self.name, tags=tags)
+
     def _options(
         self,
+        plan: FlowPlan,
         observers: Sequence[ExecutionObserver],
         store: Store | None,
         triggering_events: Sequence[AssetEvent] = (),
@@ -246,9 +256,7 @@ class Flow:
     ) -> RunOptions:
         journal = None
         if store is not None:
-            if not isinstance(launched_by, LaunchKind):
-                raise DefinitionError("launched_by must be a LaunchKind")
-            launch = RunLaunch(kind=launched_by, flow_name=self.name, tags=self.tags)
+            launch = self._launch(plan, launched_by)
             journal = StoreJournal(store, record_partition_keys=self.record_partition_keys, launch=launch)
         return RunOptions(
             journal=journal,
@@ -278,7 +286,9 @@ class Flow:
 
         Observers receive execution events (`RunStarted`, `AttemptStarted`,
         `AttemptRetrying`, `AttemptFinished`, `RunFinished`). ``launched_by``
-        is recorded with the run (the CLI and the trigger daemon pass theirs).
+        is recorded with the run (the CLI and the trigger daemon pass theirs);
+        a backfill plan (`plan_missing`, `plan_failed_from`) is recorded as
+        ``backfill``, with tags naming its kind and source run.
         """
         plan = self._approved(config)
         try:
@@ -290,7 +300,7 @@ class Flow:
                 "Flow.run() was called inside a running event loop; use 'await flow.run_async(...)'"
             )
         with self._recording() as store:
-            options = self._options(observers, store, triggering_events, launched_by)
+            options = self._options(plan, observers, store, triggering_events, launched_by)
             return asyncio.run(execute_plan(plan, options, run_id=run_id))
 
     async def run_async(
@@ -309,7 +319,7 @@ class Flow:
         """
         plan = self._approved(config)
         with self._recording() as store:
-            return await execute_plan(plan, self._options(observers, store, launched_by=launched_by))
+            return await execute_plan(plan, self._options(plan, observers, store, launched_by=launched_by))
 
     def __repr__(self) -> str:
         return f"Flow(targets={list(self.targets)!r})"

@@ -254,6 +254,16 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "failed keys from the live result: ('globex',)",
         "ValueError: record version must be one of 1, 2, 3, 4",
     ],
+    "backfills.py": [
+        "first run: failed",
+        "2 failed or dependency-skipped attempts upstream of or at daily_total, 1 key to rerun",
+        "rerun: ['2026-08-09']",
+        "missing: ['2026-08-11', '2026-08-12']",
+        "backfill of missing keys: 0 of 5 selected keys lack a success of daily_total; nothing to run",
+        "run: python failed {}",
+        "run: backfill success {'partita.backfill': 'failed-from', 'partita.failed_from': '",
+        "run: backfill success {'partita.backfill': 'missing'}",
+    ],
     "run_history.py": [
         "list: third success, 2 attempts, {'success': 2}",
         "list: second success, 2 attempts, {'success': 2}",
@@ -576,6 +586,10 @@ CLI_COMMANDS: dict[str, tuple[int, list[str]]] = {
     "partita run examples/run_history.py --partition-range 2026-08-10 2026-08-12 --yes": (
         0,
         ["status: success", "recorded as run"],
+    ),
+    "partita plan examples/backfills.py --missing --partition-range 2026-08-08 2026-08-10": (
+        0,
+        ["selection: keys in domain date, 3 keys", "backfill of missing keys: 3 of 3 selected keys lack a success of daily_total"],
     ),
     "partita runs show RUN_ID": (
         0,

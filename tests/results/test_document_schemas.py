@@ -233,6 +233,19 @@ def test_plan_schema_covers_groups_resources_and_partition_descriptions():
     assert set(traffic.to_dict()["tasks"][0]["partition"]["dimensions"]) == {"hour", "region"}
 
 
+def test_backfill_plan_documents_match_the_plan_schema_and_carry_no_keys(tmp_path: Path):
+    url = f"sqlite:///{tmp_path}/backfill.db"
+    flow = _plan_flow(["publish"], _plan_registry(), store=url, record_partition_keys=True)
+    done = flow.run({"partition_keys": ["2026-08-08"]})
+    missing = p.plan_missing(flow, {"partition_range": ("2026-08-08", "2026-08-10")}, store=url).to_dict()
+    assert_valid(missing, "plan.v1.json")
+    assert missing["backfill"]["selected"] == 2 and "2026-08-09" not in json.dumps(missing)
+    empty = p.plan_failed_from(flow, done.run_id, store=url).to_dict()
+    assert_valid(empty, "plan.v1.json")
+    assert (empty["backfill"]["empty"], empty["backfill"]["source_run_id"]) == (True, done.run_id)
+    assert_invalid({**missing, "backfill": {**missing["backfill"], "keys": ["2026-08-09"]}}, "plan.v1.json")
+
+
 def test_plan_schema_rejects_drift():
     document = _plan_flow(["publish"], _plan_registry()).plan({"partition_keys": ["2026-08-08"]}).to_dict()
     assert_invalid({**document, "partition_keys": ["2026-08-08"]}, "plan.v1.json")

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from partita.cli.automation import flows, pending_document, render_pending, serve, trigger
+from partita.cli.backfill import backfill_options, backfill_plan, check_backfill_flags, preview_backfill
 from partita.cli.common import (
     EXIT_ASSET_FAILED,
     EXIT_INTERRUPTED,
@@ -271,6 +272,8 @@ def _check_pending_alone(targets: tuple[str, ...], selection: dict[str, Any]) ->
             ("--partition-range", selection["partition_range"]),
             ("--empty-partitions", selection["empty_partitions"]),
             ("--max-concurrency", selection["max_concurrency"] is not None),
+            ("--missing", selection.get("missing")),
+            ("--failed-from", selection.get("failed_from")),
         )
         if value
     ]
@@ -284,6 +287,7 @@ def _check_pending_alone(targets: tuple[str, ...], selection: dict[str, Any]) ->
 @_entry_argument
 @_selection_options
 @click.option("--pending", is_flag=True, help="Show what ENTRY's triggers would start now (nothing starts).")
+@backfill_options
 @store_option
 @_format_option
 @json_option
@@ -293,6 +297,8 @@ def plan(
     targets: tuple[str, ...],
     as_json: bool,
     pending: bool,
+    missing: bool,
+    failed_from: str | None,
     store_url: str | None,
     output_format: str,
     **selection: Any,
@@ -301,19 +307,26 @@ def plan(
 
     With --pending: the consumer runs ENTRY's triggers would start now, and
     the keys still waiting for upstream events (nothing is started or recorded).
+    With --missing or --failed-from: the backfill plan those keys make
+    (the store is read, nothing is recorded).
     """
     graph = _graph_format(output_format, as_json)
     if pending and graph is not None:
         raise ConfigurationError(f"--format {output_format} draws a plan's lineage; it cannot be combined with --pending")
     if pending:
-        _check_pending_alone(targets, selection)
+        _check_pending_alone(targets, {**selection, "missing": missing, "failed_from": failed_from})
         document = pending_document(entry, store_url)
         if as_json:
             emit_document("pending", document)
         else:
             render_pending(document)
         return
-    _, flow_plan = _make_plan(entry, targets, **selection)
+    check_backfill_flags(missing, failed_from, selection, no_store=False)
+    if missing or failed_from is not None:
+        config = _selection_config(**selection)
+        flow_plan = preview_backfill(entry, targets, config, missing, failed_from, store_url, CLI_SELECTION_FIELDS)
+    else:
+        _, flow_plan = _make_plan(entry, targets, **selection)
     if graph is not None:
         click.echo(render_lineage(Lineage.of_plan(flow_plan), graph), nl=False)
         return
@@ -326,6 +339,7 @@ def plan(
 @cli.command()
 @_entry_argument
 @_selection_options
+@backfill_options
 @click.option("--yes", "-y", is_flag=True, help="Approve the plan without asking.")
 @store_options
 @click.option(
@@ -344,6 +358,8 @@ def plan(
 def run(
     entry: str,
     targets: tuple[str, ...],
+    missing: bool,
+    failed_from: str | None,
     yes: bool,
     store_url: str | None,
     no_store: bool,
@@ -357,23 +373,28 @@ def run(
     The run is recorded in the run-history store as it progresses (see
     --store); `partita runs` reads it back.
     """
-    if not yes:
-        if as_json:
-            raise ConfigurationError(
-                "--json cannot be combined with an interactive confirmation; pass --yes to approve the plan"
-            )
-        if not _stdin_is_interactive():
-            raise ConfigurationError(
-                "partita run needs approval: pass --yes when not running on an interactive terminal"
-            )
+    _check_approval(yes, as_json)
     tags = tags_of(tag_texts)
-    flow, flow_plan = _make_plan(entry, targets, **selection)
-    if tags:
-        flow = flow.with_tags(tags)
+    check_backfill_flags(missing, failed_from, selection, no_store)
+    backfill = missing or failed_from is not None
+    # A selection error stops before the store opens (or is created); a backfill's selection reads the store.
+    planned = None if backfill else _make_plan(entry, targets, **selection)
     err = cli_console(stderr=True)
     # The store opens before approval: an unusable store stops here (exit 4).
     with opened_store(store_url, no_store) as store:
+        if planned is None:
+            assert store is not None  # check_backfill_flags refused --no-store
+            config = _selection_config(**selection)
+            planned = backfill_plan(entry, targets, config, missing, failed_from, store, CLI_SELECTION_FIELDS)
+        flow, flow_plan = planned
+        if tags:
+            flow = flow.with_tags(tags)
         render_plan(err, flow_plan)
+        if flow_plan.backfill is not None and flow_plan.backfill.empty:
+            err.print("Nothing to backfill; no run was started.")
+            if as_json:
+                emit_json(flow_plan.to_dict())
+            return
         if not yes and not click.confirm(f"Run {_attempts_phrase(flow_plan)}?", default=False, err=True):
             err.print("Declined; nothing ran.")
             return
@@ -391,6 +412,18 @@ def run(
     _report(result, flow_plan, as_json)
     if result.status is RunStatus.FAILED:
         sys.exit(EXIT_ASSET_FAILED)
+
+
+def _check_approval(yes: bool, as_json: bool) -> None:
+    """Without --yes, a person must be there to approve: not with --json, not from a pipe."""
+    if yes:
+        return
+    if as_json:
+        raise ConfigurationError(
+            "--json cannot be combined with an interactive confirmation; pass --yes to approve the plan"
+        )
+    if not _stdin_is_interactive():
+        raise ConfigurationError("partita run needs approval: pass --yes when not running on an interactive terminal")
 
 
 def _execute(

@@ -104,6 +104,8 @@ def render_plan(console: Console, plan: FlowPlan) -> None:
     concurrency = plan.options.max_concurrency
     attempts = plan.attempt_count if plan.attempt_count is not None else f"{plan.known_attempt_count} + fan-out"
     console.print(f"attempts: {attempts}; max concurrency: {'default' if concurrency is None else concurrency}")
+    if plan.backfill is not None:
+        console.print(escape(plan.backfill.describe()), highlight=False)
 
 
 def render_result(console: Console, result: RunResult) -> None:

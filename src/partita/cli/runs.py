@@ -64,7 +64,8 @@ def _launch_fields(run: StoredRun) -> dict[str, Any]:
     return {"launched_by": run.launched_by, "flow": run.flow_name, "tags": dict(run.tags)}
 
 
-def _no_store(run_id: str, store_url: str | None) -> UnknownRunError:
+def no_run_store_error(run_id: str, store_url: str | None) -> UnknownRunError:
+    """What `runs show` and `--failed-from` say when the store that would hold the run does not exist."""
     return UnknownRunError(f"no run with id {run_id!r}: no run-history store exists at {chosen_store_url(store_url)} yet")
 
 
@@ -192,7 +193,7 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
     """One run: status, timing and every task's outcome (RUN_ID or a unique prefix)."""
     with reading_store(store_url) as store:
         if store is None:
-            raise _no_store(run_id, store_url)
+            raise no_run_store_error(run_id, store_url)
         run = store.get_run(run_id)
         tasks = store.get_tasks(run.run_id)
         triggers = TriggerStore(store)
@@ -281,7 +282,7 @@ def compare(first: str, second: str, store_url: str | None, as_json: bool) -> No
     """Status and duration per asset in two runs, and what changed."""
     with reading_store(store_url) as store:
         if store is None:
-            raise _no_store(first, store_url)
+            raise no_run_store_error(first, store_url)
         comparison = compare_runs(store, first, second)
     if as_json:
         emit_document("runs-compare", comparison)

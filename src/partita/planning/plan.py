@@ -19,6 +19,7 @@ from partita.definitions.groups import PartitionGroup
 from partita.definitions.policies import ResourcePolicy
 from partita.definitions.registry import AssetRegistry
 from partita.errors import PlanningError
+from partita.planning.backfill import BackfillOrigin
 from partita.planning.graph import resolve_closure
 from partita.planning.groups import plan_groups
 from partita.planning.materialization import check_materialization
@@ -128,6 +129,8 @@ class FlowPlan:
     resources: tuple[ResourcePlan, ...]
     options: PlanOptions
     registry: AssetRegistry = field(repr=False, compare=False)
+    #: Set when a store query chose the keys (``--missing``, ``--failed-from``); recorded with the run.
+    backfill: BackfillOrigin | None = None
 
     @property
     def attempt_count(self) -> int | None:
@@ -165,7 +168,7 @@ class FlowPlan:
 
     def to_dict(self) -> dict[str, Any]:
         """The portable plan document: versioned, with no raw partition keys."""
-        return {
+        document: dict[str, Any] = {
             "schema": PLAN_SCHEMA,
             "version": PLAN_VERSION,
             "targets": list(self.targets),
@@ -178,6 +181,9 @@ class FlowPlan:
             "resources": [resource.to_dict() for resource in self.resources],
             "options": {"max_concurrency": self.options.max_concurrency},
         }
+        if self.backfill is not None:
+            document["backfill"] = self.backfill.to_dict()
+        return document
 
     def _selection_document(self) -> dict[str, Any]:
         selection = self.selection
