@@ -189,6 +189,30 @@ def test_bad_backfill_flags_are_exit_2_before_any_body_runs(invoke, entry, ran, 
     assert ran() == []
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--missing", "--partition-range", "2026-03-09", "2026-03-01"],
+        ["--missing", "--partition-key", "03/01/2026"],
+        ["--missing"],
+        ["--missing", "--target", "nowhere", "--partition-key", "2026-03-01"],
+    ],
+)
+def test_a_run_backfill_refused_for_its_selection_creates_no_store(invoke, entry, tmp_path, args) -> None:
+    url = f"sqlite:///{tmp_path}/never.db"
+    result = invoke("run", entry, *args, "--store", url, "--yes")
+    assert result.exit_code == 2, result.output
+    assert not (tmp_path / "never.db").exists()
+
+
+def test_a_backfill_that_selects_nothing_shows_no_attempts_table(invoke, entry) -> None:
+    assert invoke("run", entry, "--partition-key", "2026-03-01", "--yes").exit_code == 0
+    planned = invoke("plan", entry, "--missing", "--partition-key", "2026-03-01")
+    assert planned.exit_code == 0, planned.output
+    assert "nothing to run" in planned.output
+    assert "attempts:" not in planned.output and "publish " not in planned.output
+
+
 def test_run_missing_with_no_store_is_exit_2(invoke, entry, ran) -> None:
     result = invoke("run", entry, "--missing", "--partition-key", "2026-03-01", "--no-store", "--yes")
     assert result.exit_code == 2

@@ -16,7 +16,7 @@ from partita.cli.entry import load_entry
 from partita.cli.runs import no_run_store_error
 from partita.errors import ConfigurationError
 from partita.flow import Flow
-from partita.operations.backfill import plan_failed_from, plan_missing
+from partita.operations.backfill import MissingSelection, plan_failed_from
 from partita.planning.plan import FlowPlan
 from partita.planning.selection import SelectionFields
 from partita.store import Store
@@ -71,24 +71,32 @@ def backfill_plan(
     config: dict[str, Any],
     missing: bool,
     failed_from: str | None,
-    store: Store,
     fields: SelectionFields,
-) -> tuple[Flow, FlowPlan]:
-    """ENTRY's flow and the backfill plan the flags ask for, read from ``store``."""
+) -> Callable[[Store], tuple[Flow, FlowPlan]]:
+    """ENTRY's flow and the backfill plan the flags ask for, once given the store to read.
+
+    The entry loads and a ``--missing`` selection is checked now, so a bad
+    entry or range stops before any store is opened (or created).
+    """
     flow = load_entry(entry)
     if missing:
         flow = flow.with_targets(list(targets)) if targets else flow
-        return flow, plan_missing(flow, config, store=store, keys_as_text=True, fields=fields, flag=MISSING_FLAG)
+        selection = MissingSelection.of(flow, config, keys_as_text=True, fields=fields, flag=MISSING_FLAG)
+        return lambda store: (flow, selection.plan(store))
     assert failed_from is not None
-    plan = plan_failed_from(
-        flow,
-        failed_from,
-        store=store,
-        targets=list(targets) or None,
-        max_concurrency=config.get("max_concurrency"),
-        flag=FAILED_FROM_FLAG,
-    )
-    return flow.with_targets(list(plan.targets)), plan
+
+    def failed_plan(store: Store) -> tuple[Flow, FlowPlan]:
+        plan = plan_failed_from(
+            flow,
+            failed_from,
+            store=store,
+            targets=list(targets) or None,
+            max_concurrency=config.get("max_concurrency"),
+            flag=FAILED_FROM_FLAG,
+        )
+        return flow.with_targets(list(plan.targets)), plan
+
+    return failed_plan
 
 
 def preview_backfill(
@@ -105,10 +113,11 @@ def preview_backfill(
     A store that does not exist yet holds no success, so every key is
     missing; it holds no run either, so ``--failed-from`` says what `runs show` says.
     """
+    planned = backfill_plan(entry, targets, config, missing, failed_from, fields)
     if failed_from is not None:
         with reading_store(store_url) as store:
             if store is None:
                 raise no_run_store_error(failed_from, store_url)
-            return backfill_plan(entry, targets, config, False, failed_from, store, fields)[1]
+            return planned(store)[1]
     with preview_store(store_url) as store_or_empty:
-        return backfill_plan(entry, targets, config, True, None, store_or_empty, fields)[1]
+        return planned(store_or_empty)[1]

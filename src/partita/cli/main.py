@@ -376,16 +376,19 @@ def run(
     _check_approval(yes, as_json)
     tags = tags_of(tag_texts)
     check_backfill_flags(missing, failed_from, selection, no_store)
-    backfill = missing or failed_from is not None
     # A selection error stops before the store opens (or is created); a backfill's selection reads the store.
-    planned = None if backfill else _make_plan(entry, targets, **selection)
+    if missing or failed_from is not None:
+        config = _selection_config(**selection)
+        plan_backfill = backfill_plan(entry, targets, config, missing, failed_from, CLI_SELECTION_FIELDS)
+        planned = None
+    else:
+        planned = _make_plan(entry, targets, **selection)
     err = cli_console(stderr=True)
     # The store opens before approval: an unusable store stops here (exit 4).
     with opened_store(store_url, no_store) as store:
         if planned is None:
             assert store is not None  # check_backfill_flags refused --no-store
-            config = _selection_config(**selection)
-            planned = backfill_plan(entry, targets, config, missing, failed_from, store, CLI_SELECTION_FIELDS)
+            planned = plan_backfill(store)
         flow, flow_plan = planned
         if tags:
             flow = flow.with_tags(tags)

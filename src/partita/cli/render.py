@@ -88,6 +88,10 @@ def _selection_line(plan: FlowPlan) -> str:
 
 
 def render_plan(console: Console, plan: FlowPlan) -> None:
+    if plan.backfill is not None and plan.backfill.empty:
+        # Its tasks are the closure's shape only: a table of attempts would contradict "nothing to run".
+        console.print(escape(plan.backfill.describe()), highlight=False)
+        return
     table = Table(title="plan", title_justify="left")
     for column in ("asset", "depends on", "partition domain", "attempts", "group"):
         table.add_column(column)

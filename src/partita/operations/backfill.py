@@ -84,25 +84,50 @@ def plan_missing(
     keys as canonical text (as the CLI does); ``fields`` and ``flag`` name
     the inputs in errors.
     """
-    run_config = RunConfig.coerce(config)
-    base = _bounded_plan(flow, run_config, keys_as_text, fields, flag)
-    compared = _compared_targets(base, flag)
-    with _reading(store) as opened:
-        candidates = _candidates(base, opened)
-        missing = _missing(candidates, compared, opened)
-    max_concurrency = run_config.max_concurrency
-    if missing:
-        plan = flow.plan(RunConfig(partition_keys=tuple(missing), max_concurrency=max_concurrency))
-    else:
-        plan = _nothing_to_do(flow, max_concurrency)
-    origin = BackfillOrigin(
-        BackfillKind.MISSING,
-        targets=tuple(definition.name for definition in compared),
-        considered=len(candidates),
-        selected=len(missing),
-        empty=not missing,
-    )
-    return _with_backfill(plan, origin)
+    selection = MissingSelection.of(flow, config, keys_as_text=keys_as_text, fields=fields, flag=flag)
+    return selection.plan(store)
+
+
+@dataclasses.dataclass(frozen=True)
+class MissingSelection:
+    """A ``--missing`` selection checked before the store is read: bad input never opens (or creates) a store."""
+
+    flow: Flow
+    base: FlowPlan
+    compared: tuple[AssetDefinition, ...]
+    max_concurrency: int | None
+
+    @classmethod
+    def of(
+        cls,
+        flow: Flow,
+        config: RunConfig | Mapping[str, Any] | None,
+        *,
+        keys_as_text: bool,
+        fields: SelectionFields,
+        flag: str,
+    ) -> MissingSelection:
+        run_config = RunConfig.coerce(config)
+        base = _bounded_plan(flow, run_config, keys_as_text, fields, flag)
+        return cls(flow, base, tuple(_compared_targets(base, flag)), run_config.max_concurrency)
+
+    def plan(self, store: StoreLike) -> FlowPlan:
+        """The plan of the selected keys some compared target has no success for, read from ``store``."""
+        with _reading(store) as opened:
+            candidates = _candidates(self.base, opened)
+            missing = _missing(candidates, self.compared, opened)
+        if missing:
+            plan = self.flow.plan(RunConfig(partition_keys=tuple(missing), max_concurrency=self.max_concurrency))
+        else:
+            plan = _nothing_to_do(self.flow, self.max_concurrency)
+        origin = BackfillOrigin(
+            BackfillKind.MISSING,
+            targets=tuple(definition.name for definition in self.compared),
+            considered=len(candidates),
+            selected=len(missing),
+            empty=not missing,
+        )
+        return _with_backfill(plan, origin)
 
 
 def _bounded_plan(flow: Flow, config: RunConfig, as_text: bool, fields: SelectionFields, flag: str) -> FlowPlan:
