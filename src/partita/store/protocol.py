@@ -18,7 +18,9 @@ from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, Source
 from partita.results.record import AttemptRecord, RunHeader, TaskRecord
 
 __all__ = [
+    "AttemptMark",
     "EventStore",
+    "KeyAttempts",
     "LastSuccess",
     "PartitionRecord",
     "PartitionRegistry",
@@ -134,6 +136,36 @@ class PartitionRecord:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class AttemptMark:
+    """One attempt of a key, by run and time (POSIX seconds): where partition status points."""
+
+    run_id: str
+    timestamp: float
+
+    @property
+    def at(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.timestamp, dt.UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyAttempts:
+    """What the attempts recorded for one key of an asset say about it (``partita status``).
+
+    ``last_failure`` and ``last_success`` are the newest attempts that ran to
+    that outcome (by finish time); skipped and cancelled attempts did no work
+    for the key and are left out. ``running`` names a run the store considers
+    alive (its owner lives) whose attempt of the key is running; an attempt
+    left running by a dead owner is not. ``partition_key`` is None for an
+    unpartitioned asset's attempts.
+    """
+
+    partition_key: str | None
+    last_failure: AttemptMark | None = None
+    last_success: AttemptMark | None = None
+    running: AttemptMark | None = None
+
+
 @runtime_checkable
 class RunHistory(Protocol):
     """Runs, their attempts and heartbeats: written while a run progresses, read by the CLI."""
@@ -178,6 +210,14 @@ class RunHistory(Protocol):
 
     def get_tasks(self, run_id: str) -> list[TaskRecord]: ...
 
+    def key_attempts(self, asset: str) -> dict[str, KeyAttempts]:
+        """Each key of ``asset`` with recorded attempts (``record_partition_keys``): its newest failure, success, live run."""
+        ...
+
+    def unkeyed_attempts(self, asset: str) -> KeyAttempts:
+        """The same for an unpartitioned asset, read from its newest runs."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class LastSuccess:
@@ -187,7 +227,8 @@ class LastSuccess:
     100,000 keys should not build 100,000 datetimes; ``at`` converts one.
     """
 
-    partition_key: str
+    #: None for an unpartitioned asset's success (`EventStore.last_unkeyed_success`).
+    partition_key: str | None
     event_id: int
     run_id: str | None
     timestamp: float
@@ -218,6 +259,10 @@ class EventStore(Protocol):
 
     def last_successes(self, asset: str) -> dict[str, LastSuccess]:
         """Each key of ``asset`` that a successful attempt materialized, with its newest outlet event."""
+        ...
+
+    def last_unkeyed_success(self, asset: str) -> LastSuccess | None:
+        """The newest outlet event of ``asset`` without a key (an unpartitioned asset's last success)."""
         ...
 
 

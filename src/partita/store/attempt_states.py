@@ -1,0 +1,119 @@
+"""What the attempts of an asset say about each of its keys: newest failure, newest success, a live run.
+
+`SqlRunHistory.key_attempts` and `unkeyed_attempts` read through here for
+``partita status``. Keyed attempts exist only where runs recorded keys
+(``record_partition_keys``) and are read from the partial index
+``ix_partita_attempts_asset_key``; an unpartitioned asset's attempts are
+found from its newest runs, never by scanning every attempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from sqlalchemy import Connection
+
+from partita.store.database import Database
+from partita.store.protocol import AttemptMark, KeyAttempts
+from partita.store.schema import attempts, runs
+
+__all__ = ["read_key_attempts", "read_unkeyed_attempts"]
+
+#: Only outcomes of work decide a key's state: skipped and cancelled attempts did none for it.
+_OUTCOMES = ("'success'", "'failed'")
+#: How many of an unpartitioned asset's newest runs are read for its latest outcome and live run.
+_UNKEYED_RUNS = 50
+_RUN_COLUMNS = "r.status, r.owner_host, r.owner_pid, r.owner_token, r.heartbeat_at"
+
+RunStatus = Callable[[Any], str]
+
+
+def _terminal_sql(dialect: str) -> str:
+    """Per (key, outcome) the newest attempt: its run and finish time, from the keyed partial index."""
+    where = (
+        f"asset = ? AND partition_key IS NOT NULL AND status IN ({', '.join(_OUTCOMES)})"
+    )
+    if dialect == "sqlite":
+        # SQLite takes the bare columns of a MAX aggregate from the row holding the maximum.
+        return (
+            f"SELECT partition_key, status, MAX(finished_at), run_id FROM {attempts.name} "
+            f"WHERE {where} GROUP BY partition_key, status"
+        )
+    return (
+        f"SELECT DISTINCT ON (partition_key, status) partition_key, status, finished_at, run_id "
+        f"FROM {attempts.name} WHERE {where} ORDER BY partition_key, status, finished_at DESC NULLS LAST"
+    )
+
+
+def _running_sql() -> str:
+    return (
+        f"SELECT a.partition_key, a.run_id, a.started_at, {_RUN_COLUMNS} FROM {attempts.name} a "
+        f"JOIN {runs.name} r ON r.run_id = a.run_id "
+        "WHERE a.asset = ? AND a.partition_key IS NOT NULL AND a.status = 'running' AND r.status = 'running'"
+    )
+
+
+def _unkeyed_sql() -> str:
+    # Newest runs first through the runs' start index, each probed by the attempts' primary key.
+    return (
+        f"SELECT a.status, a.run_id, a.started_at, a.finished_at, {_RUN_COLUMNS} FROM {runs.name} r "
+        f"JOIN {attempts.name} a ON a.run_id = r.run_id AND a.asset = ? "
+        f"WHERE a.partition_key_present = ? ORDER BY r.started_at DESC LIMIT {_UNKEYED_RUNS}"
+    )
+
+
+class _RunRow:
+    """The runs columns `SqlRunHistory.status` reads, from a joined row."""
+
+    __slots__ = ("heartbeat_at", "owner_host", "owner_pid", "owner_token", "status")
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        self.status, self.owner_host, self.owner_pid, self.owner_token, self.heartbeat_at = values
+
+
+def _rows(connection: Connection, database: Database, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    # The DBAPI cursor: 100,000 SQLAlchemy rows would cost more than the query.
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(database.driver_sql(sql), parameters)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()
+
+
+def _mark(run_id: Any, timestamp: Any) -> AttemptMark:
+    return AttemptMark(str(run_id), 0.0 if timestamp is None else float(timestamp))
+
+
+def read_key_attempts(database: Database, asset: str, status: RunStatus) -> dict[str, KeyAttempts]:
+    """Each recorded key of ``asset``: newest failure and success, and a live run with it running."""
+    failures: dict[str, AttemptMark] = {}
+    successes: dict[str, AttemptMark] = {}
+    running: dict[str, AttemptMark] = {}
+    with database.connect() as connection:
+        for key, outcome, finished, run_id in _rows(connection, database, _terminal_sql(database.dialect), (asset,)):
+            (failures if outcome == "failed" else successes)[key] = _mark(run_id, finished)
+        for row in _rows(connection, database, _running_sql(), (asset,)):
+            if status(_RunRow(row[3:])) == "running":
+                running[row[0]] = _mark(row[1], row[2])
+    keys: Iterable[str] = {*failures, *successes, *running}
+    return {
+        key: KeyAttempts(key, failures.get(key), successes.get(key), running.get(key))
+        for key in keys
+    }
+
+
+def read_unkeyed_attempts(database: Database, asset: str, status: RunStatus) -> KeyAttempts:
+    """An unpartitioned asset's newest failure and success among its newest runs, and a live run of it."""
+    failure = success = live = None
+    with database.connect() as connection:
+        rows = _rows(connection, database, _unkeyed_sql(), (asset, False))
+    for outcome, run_id, started, finished, *run in rows:
+        if outcome == "running" and live is None and status(_RunRow(tuple(run))) == "running":
+            live = _mark(run_id, started)
+        elif outcome == "failed" and (failure is None or (finished or 0.0) > failure.timestamp):
+            failure = _mark(run_id, finished)
+        elif outcome == "success" and (success is None or (finished or 0.0) > success.timestamp):
+            success = _mark(run_id, finished)
+    return KeyAttempts(None, failure, success, live)
