@@ -9,7 +9,7 @@ found from its newest runs, never by scanning every attempt.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection
@@ -29,20 +29,22 @@ _RUN_COLUMNS = "r.status, r.owner_host, r.owner_pid, r.owner_token, r.heartbeat_
 RunStatus = Callable[[Any], str]
 
 
-def _terminal_sql(dialect: str) -> str:
-    """Per (key, outcome) the newest attempt: its run and finish time, from the keyed partial index."""
-    where = (
-        f"asset = ? AND partition_key IS NOT NULL AND status IN ({', '.join(_OUTCOMES)})"
-    )
+def _outcome_sql(dialect: str) -> str:
+    """Per key its newest attempt that ran to an outcome: status, run and finish time.
+
+    Grouped by key alone, so SQLite walks the keyed partial index in its
+    order with no sort; SQLite takes the bare columns of a ``MAX`` aggregate
+    from the row holding the maximum, PostgreSQL says the same with ``DISTINCT ON``.
+    """
+    where = f"asset = ? AND partition_key IS NOT NULL AND status IN ({', '.join(_OUTCOMES)})"
     if dialect == "sqlite":
-        # SQLite takes the bare columns of a MAX aggregate from the row holding the maximum.
         return (
-            f"SELECT partition_key, status, MAX(finished_at), run_id FROM {attempts.name} "
-            f"WHERE {where} GROUP BY partition_key, status"
+            f"SELECT partition_key, run_id, MAX(finished_at), status FROM {attempts.name} "
+            f"WHERE {where} GROUP BY partition_key"
         )
     return (
-        f"SELECT DISTINCT ON (partition_key, status) partition_key, status, finished_at, run_id "
-        f"FROM {attempts.name} WHERE {where} ORDER BY partition_key, status, finished_at DESC NULLS LAST"
+        f"SELECT DISTINCT ON (partition_key) partition_key, run_id, finished_at, status "
+        f"FROM {attempts.name} WHERE {where} ORDER BY partition_key, finished_at DESC NULLS LAST"
     )
 
 
@@ -87,33 +89,32 @@ def _mark(run_id: Any, timestamp: Any) -> AttemptMark:
 
 
 def read_key_attempts(database: Database, asset: str, status: RunStatus) -> dict[str, KeyAttempts]:
-    """Each recorded key of ``asset``: newest failure and success, and a live run with it running."""
-    failures: dict[str, AttemptMark] = {}
-    successes: dict[str, AttemptMark] = {}
-    running: dict[str, AttemptMark] = {}
+    """Each recorded key of ``asset``: its newest outcome, and a live run with it running."""
     with database.connect() as connection:
-        for key, outcome, finished, run_id in _rows(connection, database, _terminal_sql(database.dialect), (asset,)):
-            (failures if outcome == "failed" else successes)[key] = _mark(run_id, finished)
-        for row in _rows(connection, database, _running_sql(), (asset,)):
-            if status(_RunRow(row[3:])) == "running":
-                running[row[0]] = _mark(row[1], row[2])
-    keys: Iterable[str] = {*failures, *successes, *running}
-    return {
-        key: KeyAttempts(key, failures.get(key), successes.get(key), running.get(key))
-        for key in keys
-    }
+        outcomes = _rows(connection, database, _outcome_sql(database.dialect), (asset,))
+        running = [
+            row for row in _rows(connection, database, _running_sql(), (asset,)) if status(_RunRow(row[3:])) == "running"
+        ]
+    found = {key: KeyAttempts(key, run_id, finished, outcome == "failed") for key, run_id, finished, outcome in outcomes}
+    for key, run_id, started, *_ in running:
+        mark = _mark(run_id, started)
+        recorded = found.get(key)
+        found[key] = KeyAttempts(key, running=mark) if recorded is None else recorded._replace(running=mark)
+    return found
 
 
 def read_unkeyed_attempts(database: Database, asset: str, status: RunStatus) -> KeyAttempts:
-    """An unpartitioned asset's newest failure and success among its newest runs, and a live run of it."""
-    failure = success = live = None
+    """An unpartitioned asset's newest outcome among its newest runs, and a live run of it."""
+    newest: tuple[Any, ...] | None = None
+    live = None
     with database.connect() as connection:
         rows = _rows(connection, database, _unkeyed_sql(), (asset, False))
     for outcome, run_id, started, finished, *run in rows:
-        if outcome == "running" and live is None and status(_RunRow(tuple(run))) == "running":
-            live = _mark(run_id, started)
-        elif outcome == "failed" and (failure is None or (finished or 0.0) > failure.timestamp):
-            failure = _mark(run_id, finished)
-        elif outcome == "success" and (success is None or (finished or 0.0) > success.timestamp):
-            success = _mark(run_id, finished)
-    return KeyAttempts(None, failure, success, live)
+        if outcome == "running":
+            if live is None and status(_RunRow(tuple(run))) == "running":
+                live = _mark(run_id, started)
+        elif outcome in ("success", "failed") and (newest is None or (finished or 0.0) > (newest[1] or 0.0)):
+            newest = (run_id, finished, outcome == "failed")
+    if newest is None:
+        return KeyAttempts(None, running=live)
+    return KeyAttempts(None, newest[0], newest[1], newest[2], live)

@@ -135,7 +135,8 @@ class SqlEventStore:
                     rows = cursor.fetchall()
                 finally:
                     cursor.close()
-            return {row[0]: LastSuccess(*row) for row in rows}
+            make = LastSuccess._make
+            return {row[0]: make(row) for row in rows}
 
         with self._failures("read the last successes"):
             return retry_transient(read)

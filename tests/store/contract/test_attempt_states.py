@@ -34,18 +34,24 @@ def _run(history, run_id: str, attempts: list[AttemptRecord], *, status: str | N
         finish_run(history, run_id, status, NOW)
 
 
-def test_each_key_gets_its_newest_failure_and_success_across_runs(run_history):
+def test_each_key_gets_its_newest_outcome_across_runs(run_history):
     _run(run_history, "r1" * 16, [_attempt(0, "a", "success", 100.0), _attempt(1, "b", "failed", 100.0)])
-    _run(run_history, "r2" * 16, [_attempt(0, "a", "failed", 200.0), _attempt(1, "b", "failed", 210.0)])
+    _run(run_history, "r2" * 16, [_attempt(0, "a", "failed", 200.0), _attempt(1, "b", "success", 210.0)])
 
     found = run_history.key_attempts("load")
 
     assert set(found) == {"a", "b"}
-    assert (found["a"].last_failure.run_id, found["a"].last_failure.timestamp) == ("r2" * 16, 200.0)
-    assert (found["a"].last_success.run_id, found["a"].last_success.timestamp) == ("r1" * 16, 100.0)
-    assert (found["b"].last_failure.run_id, found["b"].last_failure.timestamp) == ("r2" * 16, 210.0)
-    assert found["b"].last_success is None
+    assert (found["a"].outcome_run_id, found["a"].outcome_at, found["a"].failed) == ("r2" * 16, 200.0, True)
+    assert (found["b"].outcome_run_id, found["b"].outcome_at, found["b"].failed) == ("r2" * 16, 210.0, False)
+    assert found["a"].last_outcome.at == dt.datetime.fromtimestamp(200.0, dt.UTC)
     assert found["a"].running is None and found["a"].partition_key == "a"
+
+
+def test_the_newest_outcome_is_by_finish_time_not_by_run_order(run_history):
+    _run(run_history, "r1" * 16, [_attempt(0, "a", "failed", 300.0)])
+    _run(run_history, "r2" * 16, [_attempt(0, "a", "success", 200.0)])
+
+    assert run_history.key_attempts("load")["a"].failed is True
 
 
 def test_skipped_and_cancelled_attempts_neither_fail_nor_clear_a_key(run_history):
@@ -55,7 +61,7 @@ def test_skipped_and_cancelled_attempts_neither_fail_nor_clear_a_key(run_history
     found = run_history.key_attempts("load")
 
     assert set(found) == {"a"}
-    assert found["a"].last_failure.run_id == "r1" * 16
+    assert (found["a"].outcome_run_id, found["a"].failed) == ("r1" * 16, True)
 
 
 def test_a_running_attempt_of_a_live_run_is_running_and_a_dead_owners_is_not(run_history):
@@ -96,10 +102,10 @@ def test_an_unpartitioned_assets_newest_outcomes_and_live_run(run_history):
     found = run_history.unkeyed_attempts("report")
 
     assert found.partition_key is None
-    assert (found.last_success.run_id, found.last_failure.run_id) == ("r1" * 16, "r2" * 16)
+    assert (found.outcome_run_id, found.outcome_at, found.failed) == ("r2" * 16, 200.0, True)
     assert found.running is not None and found.running.run_id == "r3" * 16
     empty = run_history.unkeyed_attempts("never_ran")
-    assert (empty.last_failure, empty.last_success, empty.running) == (None, None, None)
+    assert (empty.last_outcome, empty.running) == (None, None)
 
 
 def test_the_last_unkeyed_success_is_the_newest_unkeyed_outlet_event(event_store):
