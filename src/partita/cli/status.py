@@ -34,7 +34,7 @@ from partita.cli.tables import cli_console
 from partita.definitions.assets import AssetDefinition
 from partita.definitions.config import RunConfig
 from partita.errors import ConfigurationError, SelectionError
-from partita.operations.status import KeyState, PartitionStatus, asset_status
+from partita.operations.status import KeyState, PartitionStatus, asset_status, cycles_uncollected
 from partita.planning.selection import KeySource
 from partita.store import Store, open_store
 
@@ -180,7 +180,10 @@ def status(
         url = store.url if exists else chosen_store_url(store_url)
         statuses, left_out = _statuses(chosen, closure, config, store, bool(asset_names))
     if as_json:
-        body = {"store": url, "store_exists": exists, "assets": [item.to_dict() for item in statuses], "left_out": left_out}
-        emit_document("partition-status", body, compact=True)
+        with cycles_uncollected():
+            assets = [item.to_dict() for item in statuses]
+            emit_document(
+                "partition-status", {"store": url, "store_exists": exists, "assets": assets, "left_out": left_out}, compact=True
+            )
         return
     _render(cli_console(), statuses, left_out, url, exists)
