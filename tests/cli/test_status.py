@@ -326,3 +326,39 @@ def test_a_status_reads_and_never_writes(invoke, write_entry):
         assert (len(store.list_runs(limit=100)), len(store.list_events())) == before
     finally:
         store.close()
+
+
+def test_the_repeated_hour_of_a_clock_change_shares_its_column(invoke, write_entry):
+    path = write_entry("""
+        @asset(partition_def=HourlyPartitionDef(timezone="Europe/Berlin"))
+        def meter(context):
+            return 1
+
+        flow = Flow(["meter"])
+        """)
+    invoke("run", path, "--partition-key", "2026-10-25T02+01:00", "--yes")
+
+    result = invoke("status", path, "--partition-range", "2026-10-25T00", "2026-10-25T05")
+
+    assert result.exit_code == 0, result.output
+    assert "meter (hour:Europe/Berlin): 7 keys" in result.stdout
+    # 02 and 02+01:00 share column 02: the missing first occurrence is graver than the materialized second.
+    assert "  2026-10-25  ......" in result.stdout.splitlines()
+
+
+def test_many_static_keys_are_a_strip_of_symbols_64_a_row(invoke, write_entry):
+    path = write_entry("""
+        shops = StaticPartitionDef("shops", [f"shop-{number:03d}" for number in range(100)])
+
+        @asset(partition_def=shops)
+        def sales(context):
+            return 1
+
+        flow = Flow(["sales"])
+        """)
+    invoke("run", path, "--partition-key", "shop-000", "--partition-key", "shop-065", "--yes")
+
+    lines = invoke("status", path).stdout.splitlines()
+
+    assert "    1  #....... ........ ........ ........ ........ ........ ........ ........" in lines
+    assert "   65  .#...... ........ ........ ........ ...." in lines

@@ -60,7 +60,7 @@ class StatusScope:
     retired: int = 0
 
 
-def _days_between(definition: PartitionDef, start: Any, end: Any) -> int | None:
+def _range_size(definition: PartitionDef, start: Any, end: Any) -> int | None:
     """How many keys a built-in time range holds, computed before expanding it (None: unknown)."""
     if isinstance(definition, DatePartitionDef):
         return int((end - start).days) + 1
@@ -77,7 +77,7 @@ def _check_range_size(definition: PartitionDef, bounds: tuple[Any, Any], source:
             start, end = definition.parse_key(bounds[0]), definition.parse_key(bounds[1])
         else:
             start, end = definition.normalize_key(bounds[0]), definition.normalize_key(bounds[1])
-        size = _days_between(definition, start, end)
+        size = _range_size(definition, start, end)
     except (ValueError, TypeError, OverflowError):
         return  # selection diagnoses the bounds themselves, naming the field
     if size is not None and size > MAX_STATUS_KEYS:

@@ -26,7 +26,8 @@ _OUTCOMES = ("'success'", "'failed'")
 _UNKEYED_RUNS = 50
 _RUN_COLUMNS = "r.status, r.owner_host, r.owner_pid, r.owner_token, r.heartbeat_at"
 
-RunStatus = Callable[[Any], str]
+#: How a runs row reads back (`SqlRunHistory.status`): ``running`` only while its owner lives.
+RunLiveness = Callable[[Any], str]
 
 
 def _outcome_sql(dialect: str) -> str:
@@ -88,7 +89,7 @@ def _mark(run_id: Any, timestamp: Any) -> AttemptMark:
     return AttemptMark(str(run_id), 0.0 if timestamp is None else float(timestamp))
 
 
-def read_key_attempts(database: Database, asset: str, status: RunStatus) -> dict[str, KeyAttempts]:
+def read_key_attempts(database: Database, asset: str, status: RunLiveness) -> dict[str, KeyAttempts]:
     """Each recorded key of ``asset``: its newest outcome, and a live run with it running."""
     with database.connect() as connection:
         outcomes = _rows(connection, database, _outcome_sql(database.dialect), (asset,))
@@ -103,7 +104,7 @@ def read_key_attempts(database: Database, asset: str, status: RunStatus) -> dict
     return found
 
 
-def read_unkeyed_attempts(database: Database, asset: str, status: RunStatus) -> KeyAttempts:
+def read_unkeyed_attempts(database: Database, asset: str, status: RunLiveness) -> KeyAttempts:
     """An unpartitioned asset's newest outcome among its newest runs, and a live run of it."""
     newest: tuple[Any, ...] | None = None
     live = None
