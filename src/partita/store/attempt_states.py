@@ -1,11 +1,11 @@
-"""What the attempts of an asset say about each of its keys: newest failure, newest success, a live run.
+"""What the attempts of an asset say about each of its keys: its newest outcome and a live run.
 
 `SqlRunHistory.key_attempts` and `unkeyed_attempts` read through here for
 ``partita status``. Keyed attempts exist only where runs recorded keys
 (``record_partition_keys``) and are read from the partial index
-``ix_partita_attempts_asset_key``; an unpartitioned asset's attempts are
-found from its newest runs, never by scanning every attempt.
-"""
+``ix_partita_attempts_asset_key`` alone, which holds every column read; an
+unpartitioned asset's attempts are found from its newest runs, never by
+scanning every attempt."""
 
 from __future__ import annotations
 
