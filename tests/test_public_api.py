@@ -10,7 +10,7 @@ EXPECTED = {
     "ConfigurationError", "DatePartitionDef", "DefinitionError", "DiscoveryError", "EmissionError",
     "EmissionReceipt", "EntryLoadError", "EventSource", "ExecutionError", "ExecutionEvent", "ExecutionObserver",
     "Executor", "FailureInfo", "Fail", "FastForwardClock", "FileMaterialization", "FileMaterializationError",
-    "Flow", "FlowPlan", "HourlyPartitionDef", "InProcessExecutor", "InspectionState", "Invocation", "JsonCodec",
+    "Flow", "FlowPlan", "KeyState", "KeyStatus", "PartitionStatus", "partition_status", "HourlyPartitionDef", "InProcessExecutor", "InspectionState", "Invocation", "JsonCodec",
     "Materialization", "MaterializationCollection", "MaterializationContext", "MaterializationError",
     "MaterializationInspection", "MaterializationInvalidation", "MaterializationRecord", "MonthlyPartitionDef",
     "MultiPartitionDef", "MultiPartitionKey", "OpenCircuit", "PartitaError", "PartitionAtRuntime", "PartitionDef",

@@ -52,6 +52,7 @@ from partita.execution.events import (
 from partita.execution.executors import Executor, InProcessExecutor, ProcessExecutor
 from partita.execution.inputs import PartitionedOutputs
 from partita.flow import Flow, run
+from partita.operations.status import KeyState, KeyStatus, PartitionStatus, partition_status
 from partita.materialization import (
     Codec,
     FileMaterialization,
@@ -132,6 +133,8 @@ __all__ = [
     "FileMaterializationError",
     "FixedKeyMapper",
     "Flow",
+    "KeyState",
+    "KeyStatus",
     "FlowPlan",
     "HourlyPartitionDef",
     "IdentityMapper",
@@ -156,6 +159,7 @@ __all__ = [
     "PartitionDef",
     "PartitionGroup",
     "PartitionKey",
+    "PartitionStatus",
     "PartitionMapper",
     "PartitionedOutputs",
     "PlanningError",
@@ -193,6 +197,7 @@ __all__ = [
     "emit",
     "load_project_config",
     "open_store",
+    "partition_status",
     "plan_failed_from",
     "plan_missing",
     "publish_event",

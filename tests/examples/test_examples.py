@@ -838,6 +838,38 @@ EXPECTED_OUTPUT["project_config.py"] = [
 ]
 
 
+EXPECTED_OUTPUT["partition_status.py"] = [
+    "exports: partition_range 2026-08-07 .. 2026-08-11: {'materialized': 2, 'failed': 1, 'running': 0, 'missing': 2}",
+    "failed: ['2026-08-09'] missing: ['2026-08-07', '2026-08-11']",
+    "exports: partition_range 2026-08-07 .. 2026-08-11: {'materialized': 3, 'failed': 0, 'running': 0, 'missing': 2}",
+    "failed: [] missing: ['2026-08-07', '2026-08-11']",
+]
+
+# docs/operations.md, `## Partition status`: `partita status` first gets `STATUS_HISTORY` of its entry.
+STATUS_RUN = (
+    "partita run examples/partition_status.py --partition-range 2026-08-08 2026-08-10 --yes --record-partition-keys"
+)
+STATUS_HISTORY: dict[str, tuple[str, ...]] = {"examples/partition_status.py": (STATUS_RUN,)}
+CLI_COMMANDS.update(
+    {
+        STATUS_RUN: (1, ["exports: 1 failed", "status: failed"]),
+        "partita status examples/partition_status.py --partition-range 2026-08-01 2026-08-31": (
+            0,
+            [
+                "exports (date): 31 keys, --partition-range 2026-08-01 .. 2026-08-31",
+                "# materialized 2  x failed 1  > running 0  . missing 28",
+                "2026-08  .......#x#.....................",
+                "legend: # materialized",
+            ],
+        ),
+        "partita status examples/partition_status.py --asset exports --partition-range 2026-08-01 2026-08-31 --json": (
+            0,
+            ['"schema":"partita.partition-status"', '"failed":1'],
+        ),
+    }
+)
+
+
 EXPECTED_OUTPUT["scheduled_reports.py"] = [
     "hourly_snapshot: cron 0 * * * * in UTC, catch-up latest",
     "nightly_report: cron 0 0 * * * in Europe/Berlin, catch-up 7",
@@ -1000,6 +1032,9 @@ def test_documented_command(command: str, workdir: Path):
         _with_events(command, workdir)
     if arguments[0] == "trigger" or (arguments[0] == "plan" and "--pending" in arguments):
         for earlier in TRIGGER_HISTORY.get(arguments[1], ()):
+            _partita(shlex.split(earlier)[1:], workdir)
+    if arguments[0] == "status":
+        for earlier in STATUS_HISTORY.get(arguments[1], ()):
             _partita(shlex.split(earlier)[1:], workdir)
     if _reads_tenant_registry(arguments):
         for earlier in TENANT_HISTORY:

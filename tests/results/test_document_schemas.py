@@ -50,6 +50,7 @@ CLI_DOCUMENTS = (
     "events",
     "emission",
     "partition-retired",
+    "partition-status",
     # Trigger commands; their documents are checked in tests/automation/test_trigger_documents.py.
     "pending",
     "trigger-pass",
@@ -633,6 +634,25 @@ def test_runs_document_matches_its_schema(cli_store: str):
     assert [run["status"] for run in document["runs"]] == ["success", "failed"]
     assert_valid(document, "runs.v1.json")
     assert_valid(_json("runs", "list", "--status", "failed", "--limit", "1", "--json"), "runs.v1.json")
+
+
+def test_partition_status_document_matches_its_schema_with_every_state(cli_store: str):
+    assert_valid(_json("status", "entry.py", *ALL_TENANTS, "--json"), "partition-status.v1.json")  # no store yet
+    _run(*ALL_TENANTS, keys=True)
+    document = _json("status", "entry.py", *ALL_TENANTS, "--json")
+    assert document["schema"] == "partita.partition-status" and document["store_exists"] is True
+    assert_valid(document, "partition-status.v1.json")
+    states = {key["state"] for asset in document["assets"] for key in asset["keys"]}
+    assert {"materialized", "failed", "missing"} <= states
+    assert {asset["scope"]["kind"] for asset in document["assets"]} == {"keys", "unpartitioned"}
+    # Without a selection a static domain covers its declared keys: listed on purpose (a status of one's own store).
+    assert_valid(_json("status", "entry.py", "--json"), "partition-status.v1.json")
+    drifted = json.loads(json.dumps(document))
+    drifted["assets"][0]["keys"][0]["attempts"] = 1
+    assert_invalid(drifted, "partition-status.v1.json")
+    drifted = json.loads(json.dumps(document))
+    drifted["assets"][0]["keys"][0]["state"] = "skipped"
+    assert_invalid(drifted, "partition-status.v1.json")
 
 
 def _run_ids() -> list[str]:

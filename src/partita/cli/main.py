@@ -21,6 +21,7 @@ from rich.markup import escape
 from partita.cli.automation import flows, pending_document, render_pending, serve, trigger
 from partita.cli.backfill import backfill_options, backfill_plan, check_backfill_flags, preview_backfill
 from partita.cli.common import (
+    CLI_SELECTION_FIELDS,
     EXIT_ASSET_FAILED,
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
@@ -29,6 +30,7 @@ from partita.cli.common import (
     emit_json,
     handles_errors,
     json_option,
+    key_selection_options,
     opened_store,
     project_config,
     reading_store,
@@ -42,6 +44,7 @@ from partita.cli.progress import ProgressDisplay, ResultCapture
 from partita.cli.render import render_assets, render_known_partitions, render_partitions, render_plan, render_result
 from partita.cli.runs import runs
 from partita.cli.schedules import schedules
+from partita.cli.status import status
 from partita.cli.signals import Termination, cancel_on_sigterm
 from partita.cli.tables import cli_console
 from partita.definitions.launch import LaunchKind
@@ -49,7 +52,6 @@ from partita.errors import ConfigurationError, UnknownPartitionError
 from partita.flow import Flow
 from partita.planning.lineage import GraphFormat, Lineage, render_lineage
 from partita.planning.plan import FlowPlan, describe_asset
-from partita.planning.selection import SelectionFields
 from partita.results.model import RunResult, RunStatus
 from partita.version import __version__
 
@@ -61,12 +63,6 @@ def _stdin_is_interactive() -> bool:
 def _entry_flow(entry: str, targets: tuple[str, ...]) -> Flow:
     flow = load_entry(entry)
     return flow.with_targets(list(targets)) if targets else flow
-
-
-#: Selection errors name the flags the user typed, not the configuration fields behind them.
-CLI_SELECTION_FIELDS = SelectionFields(
-    keys="--partition-key", range="--partition-range", empty="--empty-partitions", one_key="--partition-key #{number}"
-)
 
 
 def _selection_config(
@@ -98,14 +94,6 @@ def _entry_argument(command: Callable[..., Any]) -> Callable[..., Any]:
 def _selection_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
-            "--partition-key", "--partition", "partition_keys", multiple=True, metavar="KEY",
-            help="Select one canonical key; repeat for several.",
-        ),
-        click.option(
-            "--partition-range", "partition_range", nargs=2, metavar="START END", default=None,
-            help="Select the inclusive range START..END.",
-        ),
-        click.option(
             "--empty-partitions", is_flag=True,
             help="Select no partitions deliberately: partitioned assets are skipped.",
         ),
@@ -116,7 +104,7 @@ def _selection_options(command: Callable[..., Any]) -> Callable[..., Any]:
     ]
     for option in reversed(options):
         command = option(command)
-    return command
+    return key_selection_options(command)
 
 
 _TABLE = "table"
@@ -480,6 +468,7 @@ cli.add_command(serve)
 cli.add_command(trigger)
 cli.add_command(flows)
 cli.add_command(schedules)
+cli.add_command(status)
 
 
 def main() -> None:

@@ -135,9 +135,25 @@ class SqlEventStore:
                     rows = cursor.fetchall()
                 finally:
                     cursor.close()
-            return {row[0]: LastSuccess(*row) for row in rows}
+            make = LastSuccess._make
+            return {row[0]: make(row) for row in rows}
 
         with self._failures("read the last successes"):
+            return retry_transient(read)
+
+    def last_unkeyed_success(self, asset: str) -> LastSuccess | None:
+        """The newest outlet event of ``asset`` without a key, from the same partial index (NULL keys are in it)."""
+        query = (
+            f"SELECT id, source_run_id, timestamp FROM {events.name} WHERE asset = ? "
+            f"AND source_kind = '{SourceKind.OUTLET.value}' AND partition_key IS NULL ORDER BY id DESC LIMIT 1"
+        )
+
+        def read(_: int) -> LastSuccess | None:
+            with self._database.connect() as connection:
+                row = connection.exec_driver_sql(self._database.driver_sql(query), (asset,)).first()
+            return None if row is None else LastSuccess(None, int(row[0]), row[1], float(row[2]))
+
+        with self._failures("read the last success"):
             return retry_transient(read)
 
     def list_events_by_ids(self, ids: Sequence[int]) -> list[AssetEvent]:

@@ -11,14 +11,16 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from partita.definitions.launch import RunLaunch, Tags
 from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, SourceKind
 from partita.results.record import AttemptRecord, RunHeader, TaskRecord
 
 __all__ = [
+    "AttemptMark",
     "EventStore",
+    "KeyAttempts",
     "LastSuccess",
     "PartitionRecord",
     "PartitionRegistry",
@@ -134,6 +136,45 @@ class PartitionRecord:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class AttemptMark:
+    """One attempt of a key, by run and time (POSIX seconds): where partition status points."""
+
+    run_id: str
+    timestamp: float
+
+    @property
+    def at(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.timestamp, dt.UTC)
+
+
+class KeyAttempts(NamedTuple):
+    """What the attempts recorded for one key of an asset say about it (``partita status``).
+
+    The newest attempt that ran to an outcome (success or failure, by finish
+    time) is the one that counts: skipped and cancelled attempts did no work
+    for the key and are left out. ``running`` names a run the store considers
+    alive (its owner lives) whose attempt of the key is running; an attempt
+    left running by a dead owner is not. ``partition_key`` is None for an
+    unpartitioned asset's attempts. A named tuple, as `AttemptRecord` is: a
+    status builds one per key, 100,000 at a time.
+    """
+
+    partition_key: str | None
+    #: The run and finish time (POSIX seconds) of the newest attempt that ran to an outcome.
+    outcome_run_id: str | None = None
+    outcome_at: float | None = None
+    #: Whether that outcome was a failure.
+    failed: bool = False
+    running: AttemptMark | None = None
+
+    @property
+    def last_outcome(self) -> AttemptMark | None:
+        if self.outcome_run_id is None:
+            return None
+        return AttemptMark(self.outcome_run_id, 0.0 if self.outcome_at is None else self.outcome_at)
+
+
 @runtime_checkable
 class RunHistory(Protocol):
     """Runs, their attempts and heartbeats: written while a run progresses, read by the CLI."""
@@ -178,16 +219,25 @@ class RunHistory(Protocol):
 
     def get_tasks(self, run_id: str) -> list[TaskRecord]: ...
 
+    def key_attempts(self, asset: str) -> dict[str, KeyAttempts]:
+        """Each key of ``asset`` with recorded attempts (``record_partition_keys``): its newest outcome and live run."""
+        ...
 
-@dataclass(frozen=True, slots=True)
-class LastSuccess:
+    def unkeyed_attempts(self, asset: str) -> KeyAttempts:
+        """The same for an unpartitioned asset, read from its newest runs."""
+        ...
+
+
+class LastSuccess(NamedTuple):
     """A key's newest outlet event: the last time an attempt materialized it.
 
     The time stays POSIX seconds (``timestamp``) because a status over
-    100,000 keys should not build 100,000 datetimes; ``at`` converts one.
+    100,000 keys should not build 100,000 datetimes; ``at`` converts one. A
+    named tuple: it is built once per key straight from a database row.
     """
 
-    partition_key: str
+    #: None for an unpartitioned asset's success (`EventStore.last_unkeyed_success`).
+    partition_key: str | None
     event_id: int
     run_id: str | None
     timestamp: float
@@ -218,6 +268,10 @@ class EventStore(Protocol):
 
     def last_successes(self, asset: str) -> dict[str, LastSuccess]:
         """Each key of ``asset`` that a successful attempt materialized, with its newest outlet event."""
+        ...
+
+    def last_unkeyed_success(self, asset: str) -> LastSuccess | None:
+        """The newest outlet event of ``asset`` without a key (an unpartitioned asset's last success)."""
         ...
 
 

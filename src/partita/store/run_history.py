@@ -18,9 +18,10 @@ from partita.definitions.launch import Tags
 from partita.errors import UnknownRunError
 from partita.events.model import EventDraft, SourceKind
 from partita.results.record import AttemptRecord, TaskRecord
+from partita.store.attempt_states import read_key_attempts, read_unkeyed_attempts
 from partita.store.database import Database
 from partita.store.liveness import owner_is_alive
-from partita.store.protocol import ProgressBatch, RunEnd, RunFilter, RunStart, StoredRun
+from partita.store.protocol import KeyAttempts, ProgressBatch, RunEnd, RunFilter, RunStart, StoredRun
 from partita.store.retries import retry_transient
 from partita.store.rows import event_row
 from partita.store.run_rows import (
@@ -285,3 +286,17 @@ class SqlRunHistory:
                 )
             )
         return task_records(json.loads(row.plan), run_status, attempt_rows, invocation_rows)
+
+    def key_attempts(self, asset: str) -> dict[str, KeyAttempts]:
+        """Each key of ``asset`` with recorded attempts: its newest failure, success, and a live run of it.
+
+        Only runs that recorded keys (``record_partition_keys``) name keys;
+        liveness is judged as `status` judges a run.
+        """
+        with self._failures("read the attempts of an asset's keys"):
+            return retry_transient(lambda _: read_key_attempts(self._database, asset, self.status))
+
+    def unkeyed_attempts(self, asset: str) -> KeyAttempts:
+        """An unpartitioned asset's newest failure and success (among its newest runs) and a live run of it."""
+        with self._failures("read the attempts of an asset"):
+            return retry_transient(lambda _: read_unkeyed_attempts(self._database, asset, self.status))

@@ -118,8 +118,18 @@ attempts = Table(
     Column("blocked_by", Text),  # JSON [[asset, index], ...]
     Column("resolution", String(16)),
     Column("materialization_id", Text),
-    # A key's attempts across runs (``partita status``), where keys are recorded.
-    Index("ix_partita_attempts_asset_key", "asset", "partition_key", sqlite_where=_KEYED, postgresql_where=_KEYED),
+    # A key's attempts across runs (``partita status``), where keys are recorded; the newest
+    # outcome of each key is read from the index alone (finish time, status and run are in it).
+    Index(
+        "ix_partita_attempts_asset_key",
+        "asset",
+        "partition_key",
+        "finished_at",
+        "status",
+        "run_id",
+        sqlite_where=_KEYED,
+        postgresql_where=_KEYED,
+    ),
     sqlite_with_rowid=False,
 )
 

@@ -19,6 +19,7 @@ from partita.store.database import Database
 from partita.store.event_store import SqlEventStore
 from partita.store.partition_registry import SqlPartitionRegistry
 from partita.store.protocol import (
+    KeyAttempts,
     LastSuccess,
     PartitionRecord,
     ProgressBatch,
@@ -122,6 +123,14 @@ class SqlStore:
         """The run's tasks in plan order, each with its attempts and their invocations."""
         return self.run_history.get_tasks(run_id)
 
+    def key_attempts(self, asset: str) -> dict[str, KeyAttempts]:
+        """Each key of ``asset`` with recorded attempts: its newest failure, success, and a live run of it."""
+        return self.run_history.key_attempts(asset)
+
+    def unkeyed_attempts(self, asset: str) -> KeyAttempts:
+        """An unpartitioned asset's newest failure and success and a live run of it."""
+        return self.run_history.unkeyed_attempts(asset)
+
     # -- events --------------------------------------------------------------------
 
     def record_event(self, draft: EventDraft) -> EmissionReceipt:
@@ -146,6 +155,10 @@ class SqlStore:
     def last_successes(self, asset: str) -> dict[str, LastSuccess]:
         """Each key of ``asset`` that a successful attempt materialized, with its newest outlet event."""
         return self.event_store.last_successes(asset)
+
+    def last_unkeyed_success(self, asset: str) -> LastSuccess | None:
+        """The newest outlet event of ``asset`` without a key (an unpartitioned asset's last success)."""
+        return self.event_store.last_unkeyed_success(asset)
 
     def list_events_by_ids(self, ids: Sequence[int]) -> list[AssetEvent]:
         """These events, in id order (unknown ids are skipped)."""

@@ -5,8 +5,9 @@
   success of each key of an asset (``partita status``, ``--missing``
   backfills) is read from the index alone, without visiting a row.
 - ``ix_partita_attempts_asset_key``: attempts by (asset, partition_key) where
-  keys are recorded, so a key's failed or running attempts are found without
-  scanning every run.
+  keys are recorded, also holding the finish time, status and run, so each
+  key's newest outcome (``partita status``) is read from the index alone,
+  without scanning every run or visiting a row.
 - ``partita_runs.cancel_requested_at``: set by ``partita runs cancel`` (or
   any other process); the process running the run polls it and cancels.
 - ``partita_attempt_logs``: the log records (and captured output) of each
@@ -40,7 +41,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_partita_attempts_asset_key",
         "partita_attempts",
-        ["asset", "partition_key"],
+        ["asset", "partition_key", "finished_at", "status", "run_id"],
         sqlite_where=_KEYED,
         postgresql_where=_KEYED,
     )

@@ -1,0 +1,161 @@
+"""A partition status drawn as text: calendars for time keys, a strip for others, ranges when large.
+
+Every line fits 80 columns whatever the key count (only a range line holding
+two long keys can be wider, and it is never cut). Each state has a symbol,
+so the grid reads the same without colour (in a pipe): colour only adds to it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator, Sequence
+
+from rich.text import Text
+
+from partita.operations.status import KeyState, KeyStatus, PartitionStatus
+from partita.partitions.base import PartitionDef
+from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
+
+__all__ = ["LEGEND", "SYMBOLS", "grid_lines"]
+
+SYMBOLS = {KeyState.MATERIALIZED: "#", KeyState.FAILED: "x", KeyState.RUNNING: ">", KeyState.MISSING: "."}
+_STYLES = {KeyState.MATERIALIZED: "green", KeyState.FAILED: "bold red", KeyState.RUNNING: "cyan", KeyState.MISSING: "dim"}
+LEGEND = "   ".join(f"{SYMBOLS[state]} {state.value}" for state in KeyState)
+
+#: Grids beyond these many rows become ranges of equal state.
+_MAX_MONTH_ROWS = 36  # daily keys: one row per month
+_MAX_DAY_ROWS = 31  # hourly keys: one row per day
+_MAX_YEAR_ROWS = 40  # monthly keys: one row per year
+_MAX_NAMED_KEYS = 60  # static, multi and runtime keys listed with their names
+_MAX_STRIP_KEYS = 64 * 32  # ... or as a strip of symbols, 64 a row
+_STRIP_WIDTH = 64
+_MAX_RANGES = 20
+_WIDTH = 80
+#: A repeated hour (clocks falling back) shares its column: the cell shows the graver state.
+_GRAVITY = {KeyState.MATERIALIZED: 0, KeyState.MISSING: 1, KeyState.RUNNING: 2, KeyState.FAILED: 3}
+
+
+def _cell(state: KeyState | None) -> Text:
+    if state is None:
+        return Text(" ")
+    return Text(SYMBOLS[state], style=_STYLES[state])
+
+
+def _row(label: str, cells: Sequence[KeyState | None], gaps: int = 0) -> Text:
+    """``label``, two spaces, then the cells (a space after every ``gaps`` cells when given)."""
+    line = Text(f"{label}  ")
+    for index, state in enumerate(cells):
+        if gaps and index and index % gaps == 0:
+            line.append(" ")
+        line.append_text(_cell(state))
+    line.rstrip()
+    return line
+
+
+def _rows_by(
+    statuses: Sequence[KeyStatus], place: Callable[[str], tuple[str, int]], width: int
+) -> list[tuple[str, list[KeyState | None]]]:
+    """Cells grouped into rows: ``place`` maps key text to (row label, column)."""
+    rows: dict[str, list[KeyState | None]] = {}
+    for status in statuses:
+        assert status.key is not None
+        label, column = place(status.key)
+        cells = rows.setdefault(label, [None] * width)
+        current = cells[column]
+        if current is None or _GRAVITY[status.state] > _GRAVITY[current]:
+            cells[column] = status.state
+    return list(rows.items())
+
+
+def _calendar(statuses: Sequence[KeyStatus], definition: PartitionDef) -> list[Text] | None:
+    """Daily keys: a row per month, a column per day; hourly: a row per day; monthly: a row per year."""
+    if isinstance(definition, DatePartitionDef):
+        rows = _rows_by(statuses, lambda key: (key[:7], int(key[8:10]) - 1), 31)
+        header, gaps, limit = "".join(str(day % 10) for day in range(1, 32)), 0, _MAX_MONTH_ROWS
+        label = "month"
+    elif isinstance(definition, HourlyPartitionDef):
+        rows = _rows_by(statuses, lambda key: (key[:10], int(key[11:13])), 24)
+        header, gaps, limit = "00     06     12     18", 6, _MAX_DAY_ROWS
+        label = "day       "
+    elif isinstance(definition, MonthlyPartitionDef):
+        rows = _rows_by(statuses, lambda key: (key[:4], int(key[5:7]) - 1), 12)
+        header, gaps, limit = "JFMAMJJASOND", 0, _MAX_YEAR_ROWS
+        label = "year"
+    else:
+        return None
+    if len(rows) > limit:
+        return None
+    lines = [Text(f"{label.ljust(len(rows[0][0]) if rows else len(label))}  {header}", style="bold")]
+    lines.extend(_row(name, cells, gaps) for name, cells in rows)
+    return lines
+
+
+def _named(statuses: Sequence[KeyStatus]) -> list[Text]:
+    """Few keys: ``symbol key`` entries packed into lines of at most 80 columns."""
+    lines: list[Text] = []
+    line = Text("")
+    for status in statuses:
+        entry = Text.assemble(_cell(status.state), f" {status.key}")
+        if line.cell_len and line.cell_len + 3 + entry.cell_len > _WIDTH:
+            lines.append(line)
+            line = Text("")
+        if line.cell_len:
+            line.append("   ")
+        line.append_text(entry)
+    if line.cell_len:
+        lines.append(line)
+    return lines
+
+
+def _strip(statuses: Sequence[KeyStatus]) -> list[Text]:
+    """More keys: their symbols in key order, 64 a row, each row labelled by the number of its first key."""
+    digits = len(str(len(statuses)))
+    return [
+        _row(str(start + 1).rjust(digits), [status.state for status in statuses[start : start + _STRIP_WIDTH]], 8)
+        for start in range(0, len(statuses), _STRIP_WIDTH)
+    ]
+
+
+def _runs(statuses: Sequence[KeyStatus]) -> Iterator[tuple[KeyStatus, KeyStatus, int]]:
+    """Maximal runs of consecutive keys in one state: (first, last, count)."""
+    start = 0
+    for index in range(1, len(statuses) + 1):
+        if index == len(statuses) or statuses[index].state is not statuses[start].state:
+            yield statuses[start], statuses[index - 1], index - start
+            start = index
+
+
+def _ranges(statuses: Sequence[KeyStatus]) -> list[Text]:
+    """Many keys: ranges of equal state in key order (at most 20 lines), then how many more."""
+    lines: list[Text] = []
+    runs = list(_runs(statuses))
+    for first, last, count in runs[:_MAX_RANGES]:
+        span = str(first.key) if count == 1 else f"{first.key} .. {last.key}"
+        lines.append(Text.assemble(_cell(first.state), f" {span}  {first.state.value}, {count:,} key{'s' if count > 1 else ''}"))
+    if len(runs) > _MAX_RANGES:
+        lines.append(Text(f"... and {len(runs) - _MAX_RANGES:,} more ranges; --json lists every key", style="dim"))
+    return lines
+
+
+def grid_lines(status: PartitionStatus) -> list[Text]:
+    """The status's keys drawn to fit 80 columns: a calendar, a list or strip of symbols, or ranges."""
+    statuses = status.keys
+    if not statuses or status.definition is None:
+        return []
+    calendar = _calendar(statuses, status.definition)
+    if calendar is not None:
+        return calendar
+    if len(statuses) <= _MAX_NAMED_KEYS:
+        return _named(statuses)
+    if len(statuses) <= _MAX_STRIP_KEYS and not _is_time(status.definition):
+        return _strip(statuses)
+    return _ranges(statuses)
+
+
+def _is_time(definition: PartitionDef) -> bool:
+    return isinstance(definition, (DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef))
+
+
+def when(moment: dt.datetime) -> str:
+    """A time as the status prints it: to the second, in UTC."""
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
