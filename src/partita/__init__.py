@@ -52,7 +52,6 @@ from partita.execution.events import (
 from partita.execution.executors import Executor, InProcessExecutor, ProcessExecutor
 from partita.execution.inputs import PartitionedOutputs
 from partita.flow import Flow, run
-from partita.operations.status import KeyState, KeyStatus, PartitionStatus, partition_status
 from partita.materialization import (
     Codec,
     FileMaterialization,
@@ -66,6 +65,7 @@ from partita.materialization import (
     MaterializationRecord,
 )
 from partita.operations.backfill import plan_failed_from, plan_missing
+from partita.operations.status import KeyState, KeyStatus, PartitionStatus, partition_status
 from partita.partitions import (
     DatePartitionDef,
     HourlyPartitionDef,

@@ -44,8 +44,8 @@ from partita.cli.progress import ProgressDisplay, ResultCapture
 from partita.cli.render import render_assets, render_known_partitions, render_partitions, render_plan, render_result
 from partita.cli.runs import runs
 from partita.cli.schedules import schedules
-from partita.cli.status import status
 from partita.cli.signals import Termination, cancel_on_sigterm
+from partita.cli.status import status
 from partita.cli.tables import cli_console
 from partita.definitions.launch import LaunchKind
 from partita.errors import ConfigurationError, UnknownPartitionError
