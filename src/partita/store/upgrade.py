@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, inspect
 
 from partita.errors import StoreError
@@ -27,8 +24,23 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 _PG_MIGRATION_LOCK = 0x70A271  # any constant: serializes concurrent first opens
 
 
-def _migration_context(connection: Connection) -> MigrationContext:
-    return MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+def _current_revision(connection: Connection) -> str | None:
+    """The revision Alembic recorded, read directly: importing Alembic costs more than most commands."""
+    if not inspect(connection).has_table(VERSION_TABLE):
+        return None
+    return connection.exec_driver_sql(f"SELECT version_num FROM {VERSION_TABLE}").scalar()
+
+
+def _run_migrations(connection: Connection) -> None:
+    """Alembic's upgrade to head, on ``connection`` (imported here: only a new or older store needs it)."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    config.attributes["version_table"] = VERSION_TABLE
+    command.upgrade(config, "head")
 
 
 def upgrade_schema(database: Database) -> None:
@@ -36,7 +48,7 @@ def upgrade_schema(database: Database) -> None:
     url = database.url
     with database.failures("open it"):
         with database.connect() as connection:
-            current = _migration_context(connection).get_current_revision()
+            current = _current_revision(connection)
         if current == SCHEMA_HEAD:
             return
         if current is not None and current not in KNOWN_REVISIONS:
@@ -52,7 +64,7 @@ def upgrade_schema(database: Database) -> None:
         with database.write() as connection:
             if database.dialect == "postgresql":
                 connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_MIGRATION_LOCK})")
-            current = _migration_context(connection).get_current_revision()
+            current = _current_revision(connection)
             if current == SCHEMA_HEAD:
                 return
             if current is None:
@@ -62,8 +74,4 @@ def upgrade_schema(database: Database) -> None:
                         f"store {url} is a database with other tables and no partita schema; "
                         "point the store at a new file or an empty database"
                     )
-            config = Config()
-            config.set_main_option("script_location", str(MIGRATIONS))
-            config.attributes["connection"] = connection
-            config.attributes["version_table"] = VERSION_TABLE
-            command.upgrade(config, "head")
+            _run_migrations(connection)
