@@ -273,12 +273,14 @@ def test_cancelling_twice_says_already_requested_and_a_running_sync_body_finishe
         first = _partita("runs", "cancel", run_id, "--store", url, cwd=tmp_path)
         second = _json("runs", "cancel", run_id, "--store", url, cwd=tmp_path)
         timed_out = _json("runs", "cancel", run_id, "--wait", "--timeout", "0.5", "--store", url, cwd=tmp_path, code=4)
+        shown_running = _partita("runs", "show", run_id, "--store", url, cwd=tmp_path)
         pipes.release("a")  # the body blocked in its grace period returns
         out, err = run.communicate(timeout=DEADLINE)
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip() == f"asked run {run_id} to cancel: the process running it cancels it within about a second"
     assert (second["outcome"], second["status"]) == ("already_requested", "running")
     assert timed_out["wait"] == {"timeout_seconds": 0.5, "timed_out": True}
+    assert "cancel requested at " in shown_running.stdout and "the process running it is cancelling it" in shown_running.stdout
     assert run.returncode == EXIT_INTERRUPTED, err
     shown = _json("runs", "show", run_id, "--store", url, cwd=tmp_path)["run"]
     tasks = {task["asset"]: task for task in shown["tasks"]}

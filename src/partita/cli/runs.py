@@ -232,9 +232,7 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
         highlight=False,
     )
     _print_launch(console, run, launch, request)
-    if run.cancel_requested_at is not None and run.status == "running":
-        asked = dt.datetime.fromtimestamp(run.cancel_requested_at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-        console.print(f"cancel requested at {asked} UTC: the process running it is cancelling it", highlight=False)
+    _print_cancel_request(console, run)
     table = Table(title="tasks", title_justify="left")
     columns = ("asset", "status", "success", "failed", "skipped", "cancelled", "unfinished", "not started")
     for column in (*columns, "materialized"):
@@ -258,6 +256,13 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
     _print_failures(console, record)
     if run.record_partition_keys:
         _print_unsuccessful_keys(console, record)
+
+
+def _print_cancel_request(console: Console, run: StoredRun) -> None:
+    """That a running run was asked to cancel (``partita runs cancel``), and when."""
+    if run.cancel_requested_at is not None and run.status == "running":
+        asked = dt.datetime.fromtimestamp(run.cancel_requested_at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        console.print(f"cancel requested at {asked} UTC: the process running it is cancelling it", highlight=False)
 
 
 def _print_failures(console: Console, record: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ add work only to flows that use them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import uuid
@@ -239,8 +240,12 @@ class _Run:
                 self._cancelled_from_outside = True
                 task.cancel()
 
+        def deliver() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the run is over, nothing to cancel
+                loop.call_soon_threadsafe(cancel_on_loop)
+
         self._cancellable = True
-        cancellation.bind(lambda: loop.call_soon_threadsafe(cancel_on_loop))
+        cancellation.bind(deliver)
 
     def _only_cancelled_from_outside(self) -> bool:
         """Whether the cancellation being handled came from `RunOptions.cancellation` alone.
