@@ -402,10 +402,15 @@ def run(
         if store is not None and not as_json:
             err.print(f"recorded as run {result.run_id} in {escape(store.url)}", highlight=False)
     _report(result, flow_plan, as_json)
-    if result.status is RunStatus.FAILED:
+    _exit_for(result.status)
+
+
+def _exit_for(status: RunStatus) -> None:
+    """Exit 1 for a failed run; 130, the code Ctrl-C gives, for one cancelled on request (`runs cancel`)."""
+    if status is RunStatus.FAILED:
         sys.exit(EXIT_ASSET_FAILED)
-    if result.status is RunStatus.CANCELLED:
-        sys.exit(EXIT_INTERRUPTED)  # the code Ctrl-C gives: the run did not complete
+    if status is RunStatus.CANCELLED:
+        sys.exit(EXIT_INTERRUPTED)
 
 
 def _check_approval(yes: bool, as_json: bool) -> None:
