@@ -6,7 +6,7 @@ EXPECTED = {
     "AllowedKeysMapper", "CronPartitions", "FixedKeyMapper", "IdentityMapper", "OnAssetEvents", "PartitionMapper",
     "ProductMapper", "RollupMapper",
     "AssetContext", "AssetDefinition", "AssetEvent", "AssetRegistry", "AttemptFinished", "AttemptResult",
-    "AttemptRetrying", "AttemptStarted", "AttemptStatus", "CallbackContext", "CallbackError", "Clock", "Codec",
+    "AttemptRetrying", "AttemptStarted", "AttemptStatus", "CallbackContext", "CancelOutcome", "CancelRequest", "CallbackError", "Clock", "Codec",
     "ConfigurationError", "DatePartitionDef", "DefinitionError", "DiscoveryError", "EmissionError",
     "EmissionReceipt", "EntryLoadError", "EventSource", "ExecutionError", "ExecutionEvent", "ExecutionObserver",
     "Executor", "FailureInfo", "Fail", "FastForwardClock", "FileMaterialization", "FileMaterializationError",
@@ -18,7 +18,7 @@ EXPECTED = {
     "RateLimit", "Resolution", "ResourcePolicy", "ResourceStatistics", "Retry", "RetryPolicy", "RunConfig",
     "RunFinished", "RunResult", "RunStarted", "RunStatus", "SelectionError", "SelectionKind", "SkipReason",
     "SourceKind", "SqlStore", "StaticPartitionDef", "Store", "StoreError", "SystemClock", "TaskPlan", "TaskResult",
-    "UnknownPartitionError", "UnknownRunError", "asset", "default_registry", "emit", "load_project_config", "open_store", "publish_event",
+    "UnknownPartitionError", "UnknownRunError", "asset", "cancel_run", "default_registry", "emit", "load_project_config", "open_store", "publish_event",
     "run",
     "BackfillKind", "BackfillOrigin", "plan_failed_from", "plan_missing",
 }

@@ -65,6 +65,7 @@ from partita.materialization import (
     MaterializationRecord,
 )
 from partita.operations.backfill import plan_failed_from, plan_missing
+from partita.operations.cancellation import CancelOutcome, CancelRequest, cancel_run
 from partita.operations.status import KeyState, KeyStatus, PartitionStatus, partition_status
 from partita.partitions import (
     DatePartitionDef,
@@ -101,6 +102,8 @@ __all__ = [
     "AssetContext",
     "AssetDefinition",
     "AssetEvent",
+    "CancelOutcome",
+    "CancelRequest",
     "AssetRegistry",
     "AttemptFinished",
     "AttemptResult",
@@ -193,6 +196,7 @@ __all__ = [
     "UnknownPartitionError",
     "UnknownRunError",
     "asset",
+    "cancel_run",
     "default_registry",
     "emit",
     "load_project_config",

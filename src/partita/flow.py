@@ -22,6 +22,7 @@ from partita.definitions.policies import ResourcePolicy
 from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import ConfigurationError, DefinitionError
 from partita.events.model import AssetEvent
+from partita.execution.cancellation import RunCancellation
 from partita.execution.clock import Clock
 from partita.execution.engine import DEFAULT_CANCEL_GRACE_SECONDS, RunOptions, execute_plan
 from partita.execution.events import ExecutionObserver
@@ -254,10 +255,14 @@ class Flow:
         triggering_events: Sequence[AssetEvent] = (),
         launched_by: LaunchKind = LaunchKind.PYTHON,
     ) -> RunOptions:
-        journal = None
+        journal = cancellation = None
         if store is not None:
             launch = self._launch(plan, launched_by)
-            journal = StoreJournal(store, record_partition_keys=self.record_partition_keys, launch=launch)
+            # A recorded run can be cancelled from another process (`partita runs cancel`).
+            cancellation = RunCancellation()
+            journal = StoreJournal(
+                store, record_partition_keys=self.record_partition_keys, launch=launch, cancellation=cancellation
+            )
         return RunOptions(
             journal=journal,
             event_log=None if store is None else StoreEventLog(store),
@@ -271,6 +276,7 @@ class Flow:
             on_complete=self.on_complete,
             cancel_grace_seconds=self.cancel_grace_seconds,
             triggering_events=tuple(triggering_events),
+            cancellation=cancellation,
         )
 
     def run(
@@ -288,7 +294,10 @@ class Flow:
         `AttemptRetrying`, `AttemptFinished`, `RunFinished`). ``launched_by``
         is recorded with the run (the CLI and the trigger daemon pass theirs);
         a backfill plan (`plan_missing`, `plan_failed_from`) is recorded as
-        ``backfill``, with tags naming its kind and source run.
+        ``backfill``, with tags naming its kind and source run. A run
+        recorded in a store may be cancelled from any process
+        (`partita.cancel_run`, ``partita runs cancel``): it then cancels as
+        Ctrl-C would and returns its result with status ``cancelled``.
         """
         plan = self._approved(config)
         try:
@@ -315,7 +324,9 @@ class Flow:
         Cancelling the awaiting task cancels the run: no new work is
         admitted, async bodies are cancelled, running sync bodies get
         ``cancel_grace_seconds`` to finish, and observers receive the
-        cancelled result before `asyncio.CancelledError` propagates.
+        cancelled result before `asyncio.CancelledError` propagates. A
+        cancel request through the store (`partita.cancel_run`) cancels the
+        same way but returns the cancelled result instead of raising.
         """
         plan = self._approved(config)
         with self._recording() as store:

@@ -257,3 +257,24 @@ def test_a_killed_run_shows_its_never_started_tasks_as_not_started(tmp_path, wri
     assert publish["status"] == "not started"
     assert publish["not started"] == str(len(KEYS))
     assert _row(table.stdout, "slow")["not started"] == str(len(KEYS) - STARTED)
+
+
+def test_runs_show_of_a_cancelled_run_counts_the_attempts_that_never_began_as_not_started(
+    tmp_path, write_entry, out_dir
+):
+    """The table's columns split the planned attempts: cut short (cancelled) apart from never begun (not started)."""
+    entry = write_entry(BLOCKING_PIPELINE.format(keys=KEYS, grace=0.2))
+    store = f"sqlite:///{tmp_path / 'history.db'}"
+    code, _, err = _signal_mid_run(entry, out_dir, tmp_path, signal.SIGTERM, "--store", store)
+    assert code == 143, err
+    [run] = _partita_json("runs", "list", "--store", store, cwd=tmp_path)["runs"]
+
+    table = subprocess.run(
+        [str(SCRIPT), "runs", "show", run["run_id"], "--store", store],
+        cwd=tmp_path, env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=DEADLINE * 2,
+    )  # fmt: skip
+
+    assert table.returncode == 0, table.stderr
+    slow, publish = _row(table.stdout, "slow"), _row(table.stdout, "publish")
+    assert (slow["status"], slow["cancelled"], slow["not started"]) == ("cancelled", str(STARTED), str(len(KEYS) - STARTED))
+    assert (publish["status"], publish["cancelled"], publish["not started"]) == ("not started", "0", str(len(KEYS)))

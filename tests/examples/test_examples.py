@@ -764,6 +764,12 @@ CLI_COMMANDS.update(
             0,
             ["digraph lineage {", 'n0 [label="raw_events\\ndate", style=dashed];', "n1 -> n2;", "}"],
         ),
+        "partita runs cancel --help": (0, ["RUN_ID", "--wait", "--timeout SECONDS", "--store URL", "--json"]),
+        "partita runs cancel RUN_ID": (2, ["already finished (failed); there is nothing to cancel"]),
+        "partita runs cancel RUN_ID --json": (
+            2,
+            ['"schema": "partita.run-cancel"', '"outcome": "finished"', '"status": "failed"'],
+        ),
         # docs/cli.md
         "partita serve --help": (0, ["SIGTERM", "--store", "--max-in-flight", "--poll-interval"]),
         "partita trigger --help": (0, ["--once", "--max-in-flight", "--json"]),

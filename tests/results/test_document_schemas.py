@@ -47,6 +47,7 @@ CLI_DOCUMENTS = (
     "runs",
     "run",
     "runs-compare",
+    "run-cancel",
     "events",
     "emission",
     "partition-retired",
@@ -683,6 +684,57 @@ def test_runs_compare_document_matches_its_schema(cli_store: str):
     assert document["status_changed"] is True
     assert_valid(document, "runs-compare.v1.json")
     assert_valid(_json("runs", "compare", newer, newer, "--json"), "runs-compare.v1.json")
+
+
+def _running_run(url: str, run_id: str, *, pid: int | None = None) -> None:
+    """A run's start recorded as this process (alive) or as ``pid``, as `partita run` records it."""
+    import socket
+
+    from partita.store import RunStart
+    from partita.store.liveness import current_owner_token
+
+    registry = p.AssetRegistry()
+
+    @p.asset(registry=registry)
+    def one() -> int:
+        return 1
+
+    with contextlib.closing(open_store(url)) as store:
+        plan = p.Flow(["one"], registry=registry).plan()
+        store.record_run_started(
+            RunStart(
+                run_id, dt.datetime.now(dt.UTC), plan.to_dict(), False, socket.gethostname(),
+                os.getpid() if pid is None else pid, current_owner_token() if pid is None else "",
+            )
+        )  # fmt: skip
+
+
+def test_run_cancel_document_matches_its_schema_for_every_outcome(cli_store: str):
+    _run("--partition-key", "acme")
+    [finished] = _run_ids()
+    refused = _json("runs", "cancel", finished, "--json", code=2)
+    assert (refused["schema"], refused["outcome"], refused["status"]) == ("partita.run-cancel", "finished", "success")
+    assert_valid(refused, "run-cancel.v1.json")
+    _running_run(cli_store, "a" * 32)
+    requested = _json("runs", "cancel", "aaaa", "--json")
+    assert (requested["run_id"], requested["outcome"], requested["wait"]) == ("a" * 32, "requested", None)
+    assert_valid(requested, "run-cancel.v1.json")
+    again = _json("runs", "cancel", "a" * 32, "--wait", "--timeout", "0", "--json", code=4)
+    assert (again["outcome"], again["wait"]) == ("already_requested", {"timeout_seconds": 0, "timed_out": True})
+    assert again["requested_at"] == requested["requested_at"]
+    assert_valid(again, "run-cancel.v1.json")
+    _running_run(cli_store, "b" * 32, pid=_dead_pid())
+    gone = _json("runs", "cancel", "b" * 32, "--json", code=2)
+    assert (gone["outcome"], gone["status"], gone["requested_at"]) == ("not_running", "interrupted", None)
+    assert_valid(gone, "run-cancel.v1.json")
+    assert_invalid({**requested, "outcome": "cancelled"}, "run-cancel.v1.json")
+    assert_invalid({**requested, "owner": "x"}, "run-cancel.v1.json")
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
 
 
 def test_runs_compare_schema_accepts_assets_found_in_one_run_only(cli_store: str):

@@ -20,6 +20,7 @@ from rich.markup import escape
 
 from partita.cli.automation import flows, pending_document, render_pending, serve, trigger
 from partita.cli.backfill import backfill_options, backfill_plan, check_backfill_flags, preview_backfill
+from partita.cli.cancel import cancel
 from partita.cli.common import (
     CLI_SELECTION_FIELDS,
     EXIT_ASSET_FAILED,
@@ -401,8 +402,15 @@ def run(
         if store is not None and not as_json:
             err.print(f"recorded as run {result.run_id} in {escape(store.url)}", highlight=False)
     _report(result, flow_plan, as_json)
-    if result.status is RunStatus.FAILED:
+    _exit_for(result.status)
+
+
+def _exit_for(status: RunStatus) -> None:
+    """Exit 1 for a failed run; 130, the code Ctrl-C gives, for one cancelled on request (`runs cancel`)."""
+    if status is RunStatus.FAILED:
         sys.exit(EXIT_ASSET_FAILED)
+    if status is RunStatus.CANCELLED:
+        sys.exit(EXIT_INTERRUPTED)
 
 
 def _check_approval(yes: bool, as_json: bool) -> None:
@@ -432,7 +440,11 @@ def _execute(
             # SIGINT: asyncio.run cancels the run, then raises KeyboardInterrupt.
             # SIGTERM: cancel_on_sigterm cancels it, and CancelledError comes out.
             running = flow.run_async(flow_plan, observers=observers, launched_by=LaunchKind.CLI)
-            return asyncio.run(cancel_on_sigterm(running, termination))
+            result = asyncio.run(cancel_on_sigterm(running, termination))
+        if result.status is RunStatus.CANCELLED:
+            # Asked through the store (`partita runs cancel`): reported and exited like Ctrl-C.
+            err.print("[magenta]Cancelled on request:[/] no new work was admitted; unfinished attempts are cancelled.")
+        return result
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     result = capture.result
@@ -462,6 +474,7 @@ def _report(result: RunResult, flow_plan: FlowPlan, as_json: bool) -> None:
         )
 
 
+runs.add_command(cancel)
 cli.add_command(runs)
 cli.add_command(events)
 cli.add_command(serve)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from typing import Any
 
@@ -23,6 +24,7 @@ from partita.cli.common import (
 )
 from partita.cli.tables import cli_console, print_table
 from partita.errors import UnknownRunError
+from partita.results.attempts import attempt_never_started
 from partita.results.record import render_record
 from partita.store import StoredRun
 from partita.store.history import compare_runs
@@ -73,11 +75,16 @@ def _styled(status: str) -> str:
     return f"[{_STYLE.get(status, 'white')}]{status.replace('_', ' ')}[/]"
 
 
-def _not_started(planned: int | None, recorded: int, status: str) -> str:
-    """Planned attempts of an unfinished run with no row yet: they never began (the fan-out may be unknown)."""
+def _not_started(planned: int | None, attempts: list[dict[str, Any]], status: str) -> tuple[int, str]:
+    """Recorded attempts that never began (one rule: `attempt_never_started`), and the cell of all that did not.
+
+    While a run is unfinished, planned attempts with no row yet never began
+    either (``?`` when the fan-out is not known).
+    """
+    never = sum(1 for attempt in attempts if attempt_never_started(attempt["status"], attempt["invocations"]))
     if status not in ("running", "interrupted"):
-        return "0"
-    return "?" if planned is None else str(max(0, planned - recorded))
+        return never, str(never)
+    return never, "?" if planned is None else str(never + max(0, planned - len(attempts)))
 
 
 def _seconds(value: float | None) -> str:
@@ -225,6 +232,7 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
         highlight=False,
     )
     _print_launch(console, run, launch, request)
+    _print_cancel_request(console, run)
     table = Table(title="tasks", title_justify="left")
     columns = ("asset", "status", "success", "failed", "skipped", "cancelled", "unfinished", "not started")
     for column in (*columns, "materialized"):
@@ -234,18 +242,27 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
         counts = task["counts"]
         unfinished = counts.get("running", 0) + counts.get("interrupted", 0)
         materialized = sum(1 for attempt in task["attempts"] if attempt.get("resolution") == "materialized")
+        never, not_started = _not_started(planned.get(task["asset"]), task["attempts"], run.status)
         table.add_row(
             task["asset"],
             _styled(task["status"]),
-            *(str(counts.get(name, 0)) for name in ("success", "failed", "skipped", "cancelled")),
+            *(str(counts.get(name, 0)) for name in ("success", "failed", "skipped")),
+            str(counts.get("cancelled", 0) - never),  # cut short; those that never began are not started
             str(unfinished),
-            _not_started(planned.get(task["asset"]), len(task["attempts"]), run.status),
+            not_started,
             str(materialized),
         )
     print_table(console, table)
     _print_failures(console, record)
     if run.record_partition_keys:
         _print_unsuccessful_keys(console, record)
+
+
+def _print_cancel_request(console: Console, run: StoredRun) -> None:
+    """That a running run was asked to cancel (``partita runs cancel``), and when."""
+    if run.cancel_requested_at is not None and run.status == "running":
+        asked = dt.datetime.fromtimestamp(run.cancel_requested_at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        console.print(f"cancel requested at {asked} UTC: the process running it is cancelling it", highlight=False)
 
 
 def _print_failures(console: Console, record: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ add work only to flows that use them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import uuid
@@ -26,6 +27,7 @@ from partita.events.emission import EventLog, MemoryEventLog, RunLiveness, catal
 from partita.events.model import EmissionReceipt
 from partita.execution.admission import bind_gates
 from partita.execution.callbacks import AssetCallbacks, CallbackRunner, run_flow_callbacks
+from partita.execution.cancellation import RunCancellation
 from partita.execution.clock import Clock, SystemClock
 from partita.execution.context import CallbackContext
 from partita.execution.dispatch import Dispatcher
@@ -69,6 +71,8 @@ class RunOptions:
     store_url: str | None = None
     #: Events that made a trigger start this run (`AssetContext.triggering_events`).
     triggering_events: tuple[Any, ...] = ()
+    #: A handle through which another thread may cancel the run (the store's journal, on request).
+    cancellation: RunCancellation | None = None
 
 
 class _Run:
@@ -114,6 +118,9 @@ class _Run:
             in_flight=self.invoker.in_flight,
         )
         self.callbacks: CallbackRunner | None = None
+        #: Whether the run may still be cancelled through `RunOptions.cancellation` (loop thread only).
+        self._cancellable = False
+        self._cancelled_from_outside = False
 
     def _wire_settling(self, event_log: EventLog, retry_history: dict[Token, list[Invocation]]) -> None:
         tasks, dispatcher = self.tasks, self.dispatcher
@@ -183,6 +190,7 @@ class _Run:
         self.executor.start(loop, invoker.completed, self.max_concurrency)
         if self.observers:
             self.observers.emit(RunStarted(self.run_id, self.plan))
+        self._accept_cancellation(loop)
         try:
             readiness.release_roots()
             self.dispatcher.dispatch()
@@ -191,12 +199,18 @@ class _Run:
             await callbacks.drain()
             result = await self._finish_with_flow_callbacks(started_at)
         except asyncio.CancelledError:
+            self._cancellable = False  # a request during the grace period must not cut it short
             result = await self._cancel(started_at)
             self.observers.emit(RunFinished(result))
             if journal is not None:
                 journal.end(result)
-            raise
+            if not self._only_cancelled_from_outside():
+                raise
+            return result  # asked through RunOptions.cancellation: the caller gets the cancelled result
         finally:
+            self._cancellable = False
+            if self.options.cancellation is not None:
+                self.options.cancellation.unbind()
             self.liveness.ended = True
             self.dispatcher.cancel_timers()
             self.executor.shutdown(wait=0)
@@ -212,6 +226,37 @@ class _Run:
                 error.result = result  # type: ignore[attr-defined]
                 raise
         return result
+
+    def _accept_cancellation(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Let `RunOptions.cancellation` cancel this run: it cancels the task running it, as Ctrl-C does."""
+        cancellation = self.options.cancellation
+        task = asyncio.current_task()
+        if cancellation is None or task is None:
+            return
+
+        def cancel_on_loop() -> None:
+            if self._cancellable:  # not once the run is cancelling or over
+                self._cancellable = False
+                self._cancelled_from_outside = True
+                task.cancel()
+
+        def deliver() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the run is over, nothing to cancel
+                loop.call_soon_threadsafe(cancel_on_loop)
+
+        self._cancellable = True
+        cancellation.bind(deliver)
+
+    def _only_cancelled_from_outside(self) -> bool:
+        """Whether the cancellation being handled came from `RunOptions.cancellation` alone.
+
+        Its own `Task.cancel` is withdrawn; any other (Ctrl-C, the caller's
+        cancel) still propagates as `asyncio.CancelledError`.
+        """
+        if not self._cancelled_from_outside:
+            return False
+        task = asyncio.current_task()
+        return task is not None and task.uncancel() == 0
 
     def _result(self, started_at: dt.datetime) -> RunResult:
         return self.results.build(started_at, () if self.callbacks is None else self.callbacks.errors)

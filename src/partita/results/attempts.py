@@ -8,10 +8,21 @@ from __future__ import annotations
 
 import enum
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AttemptResult", "AttemptStatus", "FailureInfo", "Invocation", "Resolution", "RunStatus", "SkipReason"]
+__all__ = [
+    "AttemptResult",
+    "AttemptStatus",
+    "FailureInfo",
+    "Invocation",
+    "Resolution",
+    "RunStatus",
+    "SkipReason",
+    "attempt_never_started",
+    "task_never_started",
+]
 
 
 class AttemptStatus(enum.Enum):
@@ -27,6 +38,41 @@ class SkipReason(enum.Enum):
     RESOURCE_CIRCUIT_OPEN = "resource_circuit_open"
     PARTITION_NOT_DISCOVERED = "partition_not_discovered"
     CANCELLED = "cancelled"
+
+
+def _text(value: enum.Enum | str | None) -> str | None:
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+def attempt_never_started(status: AttemptStatus | str, invocation_count: int) -> bool:
+    """Whether an attempt never began: its run stopped before any invocation of its body started.
+
+    The one definition, for live results and records alike (``status`` as
+    an `AttemptStatus` or its text): such an attempt is ``cancelled`` with
+    no invocation, while one the cancellation cut short lists the
+    invocation it cut (and one waiting for a retry lists its earlier ones).
+    """
+    return invocation_count == 0 and _text(status) == AttemptStatus.CANCELLED.value
+
+
+def task_never_started(
+    attempts: Iterable[tuple[AttemptStatus | str, int]],
+    skip_reason: SkipReason | str | None,
+    *,
+    run_unfinished: bool = False,
+) -> bool:
+    """Whether none of a task's attempts began: each (status, invocation count) never started.
+
+    A task without attempts never started when the discovery that would
+    have made them was cancelled (reason ``cancelled``) or, while its run is
+    unfinished (``run_unfinished``: a record of a run still running, or
+    whose owner is gone), when no attempt is recorded yet.
+    """
+    pairs = list(attempts)
+    if not pairs:
+        reason = _text(skip_reason)
+        return reason == SkipReason.CANCELLED.value or (run_unfinished and reason is None)
+    return all(attempt_never_started(status, count) for status, count in pairs)
 
 
 class Resolution(enum.Enum):

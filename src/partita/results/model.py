@@ -23,6 +23,7 @@ from partita.results.attempts import (
     Resolution,
     RunStatus,
     SkipReason,
+    task_never_started,
 )
 from partita.results.record import run_record
 
@@ -109,9 +110,7 @@ class TaskResult:
         runtime-domain task whose discovery never finished has none). A
         started attempt that the cancellation cut short lists that invocation.
         """
-        if not self.attempts:
-            return self.skip_reason is SkipReason.CANCELLED
-        return all(attempt.status is AttemptStatus.CANCELLED and not attempt.invocations for attempt in self.attempts)
+        return task_never_started(((a.status, len(a.invocations)) for a in self.attempts), self.skip_reason)
 
     def __repr__(self) -> str:
         return (

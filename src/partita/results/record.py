@@ -30,7 +30,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
-from partita.results.attempts import AttemptResult, AttemptStatus, FailureInfo, Resolution, SkipReason
+from partita.results.attempts import (
+    AttemptResult,
+    AttemptStatus,
+    FailureInfo,
+    Resolution,
+    SkipReason,
+    task_never_started,
+)
 
 
 class LiveRun(Protocol):
@@ -212,12 +219,11 @@ def task_status(task: TaskRecord, run_status: str) -> str:
     cancelled ones without an invocation). ``skipped``: a finished run
     selected no keys for it.
     """
-    if not task.attempts:
-        if run_status in _UNFINISHED_RUN_STATUSES and task.skip_reason in (None, "cancelled"):
-            return NOT_STARTED
-        return "skipped"
-    if all(attempt.status == "cancelled" and not attempt.invocations for attempt in task.attempts):
+    pairs = ((attempt.status, len(attempt.invocations)) for attempt in task.attempts)
+    if task_never_started(pairs, task.skip_reason, run_unfinished=run_status in _UNFINISHED_RUN_STATUSES):
         return NOT_STARTED
+    if not task.attempts:
+        return "skipped"
     present = {attempt.status for attempt in task.attempts}
     return next((status for status in _STATUS_ORDER if status in present), "success")
 

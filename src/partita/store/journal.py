@@ -8,6 +8,11 @@ attempt that starts and finishes between two flushes costs one row write.
 What is left at the end commits with the run's outcome, so a short run (a
 triggered consumer run, say) costs two writes and no thread of its own. A
 heartbeat tells other hosts the run is alive.
+
+The same thread notices cancel requests (``partita runs cancel`` in another
+process): every `CANCEL_POLL_SECONDS` it asks each store, in one query, which
+of its running runs were asked, and cancels those through the run's
+`RunCancellation`.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 
 from partita.definitions.launch import RunLaunch
 from partita.events.model import EventDraft, EventSource, SourceKind
+from partita.execution.cancellation import RunCancellation
 from partita.execution.events import AttemptFinished, AttemptRetrying, AttemptStarted, ExecutionEvent
 from partita.planning.plan import FlowPlan
 from partita.results.model import AttemptResult, AttemptStatus, RunResult
@@ -35,6 +41,10 @@ __all__ = ["StoreJournal"]
 
 FLUSH_SECONDS = 0.05
 HEARTBEAT_SECONDS = 5.0
+#: How often the owner looks for cancel requests: a request is acted on within about this long.
+CANCEL_POLL_SECONDS = 0.5
+#: What a run cancelled on request says caused it.
+CANCEL_REQUESTED = "a cancel request recorded in the store (partita runs cancel)"
 _IDLE_TICKS = 20  # the flusher thread ends after this many ticks without a running journal
 
 
@@ -66,6 +76,7 @@ class _Flusher:
 
     def _loop(self) -> None:
         idle = 0
+        polled = 0.0
         while True:
             time.sleep(FLUSH_SECONDS)
             with self._lock:
@@ -76,16 +87,49 @@ class _Flusher:
                     return
             for journal in journals:
                 journal._tick()
+            if time.monotonic() - polled >= CANCEL_POLL_SECONDS:
+                polled = time.monotonic()
+                _poll_cancel_requests(journals)
+
+
+def _poll_cancel_requests(journals: list[StoreJournal]) -> None:
+    """Cancel the runs another process asked to cancel: one query per store for all its running runs."""
+    by_store: dict[int, list[StoreJournal]] = {}
+    for journal in journals:
+        cancellation = journal._cancellation
+        if cancellation is not None and not cancellation.requested and journal._run_id:
+            by_store.setdefault(id(journal._store), []).append(journal)
+    for group in by_store.values():
+        try:
+            requested = group[0]._store.cancel_requests([journal._run_id for journal in group])
+        except Exception:  # noqa: BLE001 - asked again at the next poll; flushing must go on meanwhile
+            continue
+        for journal in group:
+            if journal._run_id in requested:
+                assert journal._cancellation is not None
+                journal._cancellation.request(CANCEL_REQUESTED)
 
 
 _flusher = _Flusher()
 
 
 class StoreJournal:
-    """Records one run in a `Store`; create one per run."""
+    """Records one run in a `Store`; create one per run.
 
-    def __init__(self, store: Store, *, record_partition_keys: bool = False, launch: RunLaunch | None = None) -> None:
+    With a ``cancellation`` (the run's `RunOptions.cancellation`), a cancel
+    request recorded in the store for this run cancels it.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        record_partition_keys: bool = False,
+        launch: RunLaunch | None = None,
+        cancellation: RunCancellation | None = None,
+    ) -> None:
         self._store = store
+        self._cancellation = cancellation
         self._record_keys = record_partition_keys
         self._launch = launch if launch is not None else RunLaunch()
         # Appended on the scheduler thread, drained by the flusher: deque

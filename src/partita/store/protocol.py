@@ -9,6 +9,7 @@ SQLite and PostgreSQL.
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -19,6 +20,8 @@ from partita.results.record import AttemptRecord, RunHeader, TaskRecord
 
 __all__ = [
     "AttemptMark",
+    "CancelOutcome",
+    "CancelRequest",
     "EventStore",
     "KeyAttempts",
     "LastSuccess",
@@ -92,6 +95,8 @@ class StoredRun:
     launched_by: str | None = None
     flow_name: str | None = None
     tags: Tags = ()
+    #: When another process asked the run to cancel (POSIX seconds); None when nobody did.
+    cancel_requested_at: float | None = None
 
     @property
     def run_id(self) -> str:
@@ -175,6 +180,46 @@ class KeyAttempts(NamedTuple):
         return AttemptMark(self.outcome_run_id, 0.0 if self.outcome_at is None else self.outcome_at)
 
 
+class CancelOutcome(enum.Enum):
+    """What asking a run to cancel did."""
+
+    #: The request is recorded now; the run's owner notices it and cancels the run.
+    REQUESTED = "requested"
+    #: An earlier request is recorded (asking twice changes nothing).
+    ALREADY_REQUESTED = "already_requested"
+    #: Refused: the run finished (``status`` says how).
+    FINISHED = "finished"
+    #: Refused: the run's owner is gone, so nothing runs it any more (history reads it ``interrupted``).
+    NOT_RUNNING = "not_running"
+
+    @property
+    def recorded(self) -> bool:
+        """Whether a request for the run is recorded (this one or an earlier one)."""
+        return self in (CancelOutcome.REQUESTED, CancelOutcome.ALREADY_REQUESTED)
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRequest:
+    """The outcome of `RunHistory.request_cancel`, and of `partita.cancel_run`.
+
+    ``run_id`` is the full id (the caller may have given a prefix);
+    ``status`` is the run's status as history shows it when the request was
+    decided (``running``, ``interrupted``, or how it finished) or, after
+    waiting, when the wait ended; ``requested_at`` is when the recorded
+    request was made (POSIX seconds), None when it was refused.
+    """
+
+    run_id: str
+    outcome: CancelOutcome
+    status: str
+    requested_at: float | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run no longer runs (it finished, or its owner is gone)."""
+        return self.status != "running"
+
+
 @runtime_checkable
 class RunHistory(Protocol):
     """Runs, their attempts and heartbeats: written while a run progresses, read by the CLI."""
@@ -221,6 +266,20 @@ class RunHistory(Protocol):
 
     def key_attempts(self, asset: str) -> dict[str, KeyAttempts]:
         """Each key of ``asset`` with recorded attempts (``record_partition_keys``): its newest outcome and live run."""
+        ...
+
+    def request_cancel(self, run_id: str) -> CancelRequest:
+        """Ask the process running ``run_id`` (an id or unique prefix) to cancel it.
+
+        Recorded only while the run is ``running`` (a conditional update, so
+        a run that finishes meanwhile is refused, and of two processes asking
+        at once one records the request and the other finds it recorded).
+        `UnknownRunError` when no run matches.
+        """
+        ...
+
+    def cancel_requests(self, run_ids: Sequence[str]) -> frozenset[str]:
+        """Which of these runs another process asked to cancel: the one query an owner polls."""
         ...
 
     def unkeyed_attempts(self, asset: str) -> KeyAttempts:

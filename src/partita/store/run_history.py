@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +22,16 @@ from partita.results.record import AttemptRecord, TaskRecord
 from partita.store.attempt_states import read_key_attempts, read_unkeyed_attempts
 from partita.store.database import Database
 from partita.store.liveness import owner_is_alive
-from partita.store.protocol import KeyAttempts, ProgressBatch, RunEnd, RunFilter, RunStart, StoredRun
+from partita.store.protocol import (
+    CancelOutcome,
+    CancelRequest,
+    KeyAttempts,
+    ProgressBatch,
+    RunEnd,
+    RunFilter,
+    RunStart,
+    StoredRun,
+)
 from partita.store.retries import retry_transient
 from partita.store.rows import event_row
 from partita.store.run_rows import (
@@ -60,6 +70,11 @@ class SqlRunHistory:
         self._heartbeat_sql = sql(f"UPDATE {runs.name} SET heartbeat_at = ? WHERE run_id = ?")
         self._run_end_sql = sql(
             f"UPDATE {runs.name} SET status = ?, finished_at = ?, heartbeat_at = ?, summary = ? WHERE run_id = ?"
+        )
+        # Conditional: only a running run without a request takes one (concurrent askers, the run's end).
+        self._cancel_sql = sql(
+            f"UPDATE {runs.name} SET cancel_requested_at = ? "
+            "WHERE run_id = ? AND status = 'running' AND cancel_requested_at IS NULL"
         )
         # Upserts as driver SQL: rows go to ``executemany`` as plain tuples;
         # skipping per-row parameter processing halves the writer's cost.
@@ -178,6 +193,61 @@ class SqlRunHistory:
 
         with self._failures("record the run's end"):
             retry_transient(write)
+
+    # -- cancellation ------------------------------------------------------------
+
+    def request_cancel(self, run_id: str) -> CancelRequest:
+        """Record a cancel request for a running run; say what was done (see `RunHistory.request_cancel`).
+
+        The update is conditional on the row (still ``running``, no request
+        yet), so the decision holds against a concurrent request or the
+        run's end on either backend; a row that refuses it is read again.
+        """
+        now = time.time()
+
+        def ask(number: int) -> CancelRequest:
+            with self._database.write() as connection:
+                row = self._find(connection, run_id)
+                refused = self._cancel_refused(row, now if number else None)
+                if refused is not None:
+                    return refused
+                if connection.exec_driver_sql(self._cancel_sql, (now, row.run_id)).rowcount == 1:
+                    return CancelRequest(row.run_id, CancelOutcome.REQUESTED, "running", now)
+                # Another request or the run's end committed after the read: decide from the row as it is now.
+                row = self._find(connection, row.run_id)
+                refused = self._cancel_refused(row, None)
+                assert refused is not None, "a running run without a request takes one"
+                return refused
+
+        with self._failures("request the run's cancellation"):
+            return retry_transient(ask)
+
+    def _cancel_refused(self, row: Any, mine: float | None) -> CancelRequest | None:
+        """Why ``row`` takes no new request, or None when it takes one.
+
+        ``mine`` is this call's request time on a retry: a first try that
+        committed, whose acknowledgement was lost, is still this call's request.
+        """
+        status = self.status(row)
+        if status == "interrupted":
+            return CancelRequest(row.run_id, CancelOutcome.NOT_RUNNING, status)
+        if status != "running":
+            return CancelRequest(row.run_id, CancelOutcome.FINISHED, status)
+        if row.cancel_requested_at is None:
+            return None
+        outcome = CancelOutcome.REQUESTED if row.cancel_requested_at == mine else CancelOutcome.ALREADY_REQUESTED
+        return CancelRequest(row.run_id, outcome, status, row.cancel_requested_at)
+
+    def cancel_requests(self, run_ids: Sequence[str]) -> frozenset[str]:
+        """Which of these runs another process asked to cancel: one indexed read for all of them."""
+        if not run_ids:
+            return frozenset()
+        marks = ", ".join("?" * len(run_ids))
+        query = self._database.driver_sql(
+            f"SELECT run_id FROM {runs.name} WHERE cancel_requested_at IS NOT NULL AND run_id IN ({marks})"
+        )
+        with self._failures("read cancel requests"), self._connect() as connection:
+            return frozenset(row[0] for row in connection.exec_driver_sql(query, tuple(run_ids)))
 
     # -- reading -----------------------------------------------------------------
 

@@ -154,6 +154,7 @@ def stored_run(row: Any, status: str, counts: dict[str, int], tags: Tags = ()) -
         launched_by=row.launched_by,
         flow_name=row.flow_name,
         tags=tags,
+        cancel_requested_at=row.cancel_requested_at,
     )
 
 

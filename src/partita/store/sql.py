@@ -19,6 +19,7 @@ from partita.store.database import Database
 from partita.store.event_store import SqlEventStore
 from partita.store.partition_registry import SqlPartitionRegistry
 from partita.store.protocol import (
+    CancelRequest,
     KeyAttempts,
     LastSuccess,
     PartitionRecord,
@@ -130,6 +131,14 @@ class SqlStore:
     def unkeyed_attempts(self, asset: str) -> KeyAttempts:
         """An unpartitioned asset's newest failure and success and a live run of it."""
         return self.run_history.unkeyed_attempts(asset)
+
+    def request_cancel(self, run_id: str) -> CancelRequest:
+        """Ask the process running ``run_id`` (an id or unique prefix) to cancel it; what was done."""
+        return self.run_history.request_cancel(run_id)
+
+    def cancel_requests(self, run_ids: Sequence[str]) -> frozenset[str]:
+        """Which of these runs another process asked to cancel."""
+        return self.run_history.cancel_requests(run_ids)
 
     # -- events --------------------------------------------------------------------
 
