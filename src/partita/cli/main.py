@@ -41,6 +41,7 @@ from partita.cli.common import (
 )
 from partita.cli.entry import load_entry
 from partita.cli.events import events
+from partita.cli.attempt_logs import LiveLogLines, Verbosity, log_options, with_capture_choice
 from partita.cli.progress import ProgressDisplay, ResultCapture
 from partita.cli.render import render_assets, render_known_partitions, render_partitions, render_plan, render_result
 from partita.cli.runs import runs
@@ -342,6 +343,7 @@ def plan(
     "--tag", "tag_texts", multiple=True, metavar="KEY=VALUE", type=STORABLE_TEXT,
     help="Record this tag with the run (repeatable; added to the flow's own tags).",
 )
+@log_options
 @json_option
 @handles_errors
 def run(
@@ -354,14 +356,20 @@ def run(
     no_store: bool,
     record_partition_keys: bool | None,
     tag_texts: tuple[str, ...],
+    verbose: bool,
+    quiet: bool,
+    capture_output: bool | None,
     as_json: bool,
     **selection: Any,
 ) -> None:
     """Plan ENTRY, ask for approval, then run exactly that plan.
 
     The run is recorded in the run-history store as it progresses (see
-    --store); `partita runs` reads it back.
+    --store); `partita runs` reads it back. Asset bodies' log lines are
+    shown on stderr as they are logged (INFO and up; -v adds DEBUG, -q
+    keeps WARNING and up) and kept with their attempts (`partita runs logs`).
     """
+    verbosity = Verbosity.of(verbose, quiet)
     _check_approval(yes, as_json)
     tags = tags_of(tag_texts)
     check_backfill_flags(missing, failed_from, selection, no_store)
@@ -391,14 +399,18 @@ def run(
             err.print("Declined; nothing ran.")
             return
         capture = ResultCapture()
-        observers: list[Any] = [capture]
+        observers: list[Any] = [capture, LiveLogLines(err, verbosity)]
         display = ProgressDisplay(err) if not as_json and err.is_terminal else None
         if display is not None:
             observers.append(display)
         if record_partition_keys is None:
             record_partition_keys = bool(project_config().record_partition_keys)
-        recorded = flow.with_store(store if store is not None else False, record_partition_keys=record_partition_keys)
-        result = _execute(recorded, flow_plan, observers, display, capture, err, as_json)
+        recorded = with_capture_choice(
+            flow.with_store(store if store is not None else False, record_partition_keys=record_partition_keys),
+            capture_output,
+        )
+        with verbosity.applied():
+            result = _execute(recorded, flow_plan, observers, display, capture, err, as_json)
         if store is not None and not as_json:
             err.print(f"recorded as run {result.run_id} in {escape(store.url)}", highlight=False)
     _report(result, flow_plan, as_json)
