@@ -12,12 +12,9 @@ import asyncio
 import logging
 import threading
 import time
-from pathlib import Path
-
 import pytest
 
 import partita as p
-from partita.store import open_store
 from partita.store.protocol import LogQuery
 
 DAYS = p.DatePartitionDef()
@@ -149,6 +146,13 @@ def test_an_exception_logged_keeps_its_traceback_in_the_line() -> None:
     assert "KeyError: 'missing'" in line.message
 
 
+def test_a_process_executor_run_stores_its_workers_lines(store) -> None:
+    flow = p.Flow(["in_worker"], registry=REGISTRY, executor="process", store=store)
+    result = flow.run({"partition_keys": KEYS[:2]})
+    stored = [(s.line.index, s.line.message) for s in store.attempt_logs(result.run_id)]
+    assert sorted(stored) == [(0, f"worker line for {KEYS[0]}"), (1, f"worker line for {KEYS[1]}")]
+
+
 def test_output_is_kept_only_with_output_capture_and_passes_through_without(capsys: pytest.CaptureFixture) -> None:
     registry = p.AssetRegistry()
 
@@ -256,7 +260,7 @@ def test_a_retried_attempt_keeps_the_lines_of_every_invocation_numbered_by_invoc
     ]
 
 
-def test_lines_reach_the_store_while_the_attempt_still_runs(tmp_path: Path) -> None:
+def test_lines_reach_the_store_while_the_attempt_still_runs(store) -> None:
     registry = p.AssetRegistry()
     release = threading.Event()
 
@@ -266,7 +270,6 @@ def test_lines_reach_the_store_while_the_attempt_still_runs(tmp_path: Path) -> N
         assert release.wait(WAIT)
         context.logger.info("after the wait")
 
-    store = open_store(f"sqlite:///{tmp_path}/history.db")
     flow = p.Flow(["slow"], registry=registry, store=store)
     outcome: list[p.RunResult] = []
     runner = threading.Thread(target=lambda: outcome.append(flow.run()))
@@ -284,10 +287,9 @@ def test_lines_reach_the_store_while_the_attempt_still_runs(tmp_path: Path) -> N
         runner.join(WAIT)
     run_id = outcome[0].run_id
     assert [s.line.message for s in store.attempt_logs(run_id)] == ["before the wait", "after the wait"]
-    store.close()
 
 
-def test_many_lines_are_written_in_batches_never_one_commit_per_line(tmp_path: Path) -> None:
+def test_many_lines_are_written_in_batches_never_one_commit_per_line(store) -> None:
     registry = p.AssetRegistry()
 
     @p.asset(partition_def=DAYS, registry=registry)
@@ -295,7 +297,6 @@ def test_many_lines_are_written_in_batches_never_one_commit_per_line(tmp_path: P
         for number in range(20):
             context.logger.info("line %d", number)
 
-    store = open_store(f"sqlite:///{tmp_path}/history.db")
     writes: list[int] = []
     progress, finished = store.record_progress, store.record_run_finished
 
@@ -313,7 +314,6 @@ def test_many_lines_are_written_in_batches_never_one_commit_per_line(tmp_path: P
     stored = store.attempt_logs(result.run_id, LogQuery(asset="busy"))
     assert len(stored) == 20 * len(KEYS)
     assert len(writes) < len(stored) / 10
-    store.close()
 
 
 def test_a_run_without_a_store_keeps_its_lines_on_the_result_only() -> None:

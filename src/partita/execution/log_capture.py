@@ -71,8 +71,10 @@ class _AttemptHandler(logging.Handler):
         log = current_attempt_log.get()
         if log is not None:
             # Named for handlers further up (the daemon's lines print them): which attempt logged this.
-            record.asset = log.asset
-            record.partition_key = log.key_text
+            fields = record.__dict__
+            if "asset" not in fields:  # a value the caller passed with extra= wins
+                fields["asset"] = log.asset
+                fields["partition_key"] = log.key_text
             log.add(LogStream.LOG, record.levelno, record.name, _message(record), record.created)
         last_resort = logging.lastResort
         if (
