@@ -69,34 +69,38 @@ def _shortened(message: str, limit: int) -> str:
 
 
 class AttemptLog:
-    """One attempt's lines across its invocations: the first ``head``, the last ``tail``, and a count between."""
+    """One attempt's lines across its invocations: the first ``head``, the last ``tail``, and a count between.
+
+    Built for every attempt that runs a body, so its construction is kept to
+    a few attribute stores: the bounds are read from the run, and the tail
+    window and partial output lines are made only when needed.
+    """
 
     __slots__ = (
-        "asset", "index", "partition_key", "invocation", "_format", "_key_text", "output", "seq", "head", "tail", "cut", "first_cut_at",
-        "_run", "_limit", "_head_size", "_partial",
+        "asset", "index", "partition_key", "invocation", "seq", "head", "tail", "cut", "first_cut_at",
+        "run", "_format", "_key_text", "_partial",
     )
 
     def __init__(
         self, run: RunLogs, asset: str, index: int, partition_key: Any, format_key: Callable[[Any], str] | None
     ) -> None:
-        capture = run.capture
         self.asset = asset
         self.index = index
         self.partition_key = partition_key
-        self._format = format_key
-        self._key_text: str | None = None
         self.invocation = 1
-        #: Whether the body's stdout and stderr lines are kept (else they pass through).
-        self.output = capture.output
         self.seq = 0
         self.head: list[LogLine] = []
-        self.tail: collections.deque[LogLine] = collections.deque(maxlen=capture.tail or None)
+        self.tail: collections.deque[LogLine] | None = None
         self.cut = 0
-        self.first_cut_at = 0.0
-        self._run = run
-        self._limit = capture.line_chars
-        self._head_size = capture.head
-        self._partial: dict[LogStream, str] = {}
+        self.run = run
+        self._format = format_key
+        self._key_text: str | None = None
+        self._partial: dict[LogStream, str] | None = None
+
+    @property
+    def output(self) -> bool:
+        """Whether the body's stdout and stderr lines are kept (else they pass through)."""
+        return self.run.capture.output
 
     @property
     def key_text(self) -> str | None:
@@ -110,51 +114,66 @@ class AttemptLog:
 
     @property
     def echo_warnings(self) -> bool:
-        return self._run.echo_warnings
+        return self.run.echo_warnings
 
     def add(self, stream: LogStream, level: int | None, logger: str | None, message: str, at: float) -> None:
-        if len(message) > self._limit:
-            message = _shortened(message, self._limit)
+        run = self.run
+        if len(message) > run.line_chars:
+            message = _shortened(message, run.line_chars)
         seq = self.seq = self.seq + 1
         line = LogLine(self.asset, self.index, self.invocation, seq, at, stream, level, logger, message)
-        if seq <= self._head_size:
+        if seq <= run.head:
             self.head.append(line)
         else:
             tail = self.tail
+            if tail is None:
+                tail = self.tail = collections.deque(maxlen=run.tail or None)
             if tail.maxlen is None:  # no tail window: every line after the head is cut
                 self._count_cut(line)
             else:
                 if len(tail) == tail.maxlen:
                     self._count_cut(tail[0])
                 tail.append(line)
-        self._run.kept(self, line)
+        pending = run.pending
+        if pending is not None:
+            pending.append(line)
+        if run.listeners:
+            run.show(self, line)
 
     def _count_cut(self, line: LogLine) -> None:
         if not self.cut:
             self.first_cut_at = line.at
+            self.run.any_cut = True
         self.cut += 1
 
     def skip(self, count: int, at: float) -> None:
         """``count`` lines were cut elsewhere (a worker process): they, and the tail so far, are cut here."""
+        tail = self.tail or ()
         if not self.cut:
-            self.first_cut_at = self.tail[0].at if self.tail else at
-        self.cut += len(self.tail) + count
-        self.tail.clear()
+            self.first_cut_at = tail[0].at if tail else at
+            self.run.any_cut = True
+        self.cut += len(tail) + count
+        if self.tail is not None:
+            self.tail.clear()
         self.seq += count
 
     def write(self, stream: LogStream, text: str, at: float) -> None:
         """Output text: each complete line is kept; a partial one waits for its end or the invocation's."""
-        pending = self._partial.pop(stream, "") + text
+        partial = self._partial
+        if partial is None:
+            partial = self._partial = {}
+        pending = partial.pop(stream, "") + text
         *lines, rest = pending.split("\n")
         for line in lines:
             self.add(stream, None, None, line, at)
         if rest:
-            self._partial[stream] = rest
+            partial[stream] = rest
 
     def end_invocation(self, at: float) -> None:
         """Keep what an invocation wrote without a final newline."""
-        while self._partial:
-            stream, rest = self._partial.popitem()
+        partial = self._partial
+        while partial:
+            stream, rest = partial.popitem()
             self.add(stream, None, None, rest, at)
 
     def marker(self) -> LogLine | None:
@@ -163,11 +182,13 @@ class AttemptLog:
             return None
         lines = "line" if self.cut == 1 else "lines"
         return LogLine(
-            self.asset, self.index, self.invocation, self._head_size + 1, self.first_cut_at, LogStream.CUT, None,
+            self.asset, self.index, self.invocation, self.run.head + 1, self.first_cut_at, LogStream.CUT, None,
             None, f"{self.cut} {lines} cut",
         )
 
     def lines(self) -> tuple[LogLine, ...]:
+        if self.tail is None:
+            return tuple(self.head)
         marker = self.marker()
         return (*self.head, *(() if marker is None else (marker,)), *self.tail)
 
@@ -175,16 +196,26 @@ class AttemptLog:
 class RunLogs:
     """Every attempt log of one run, the listeners that see lines live, and the lines the store has not got yet."""
 
-    __slots__ = ("capture", "_attempts", "_listeners", "_pending", "_stored_cuts", "echo_warnings", "_store")
+    __slots__ = (
+        "capture", "head", "tail", "line_chars", "listeners", "pending", "echo_warnings", "any_cut", "annotate",
+        "_attempts", "_stored_cuts",
+    )
 
-    def __init__(self, capture: LogCapture, listeners: Iterable[LogListener] = (), *, store: bool = False) -> None:
+    def __init__(self, capture: LogCapture, listeners: Iterable[LogListener] = ()) -> None:
         self.capture = capture
-        self._attempts: dict[tuple[str, int], AttemptLog] = {}
-        self._listeners = tuple(listeners)
+        # The bounds, read by every line: plain attributes, not through the capture.
+        self.head, self.tail, self.line_chars = capture.head, capture.tail, capture.line_chars
+        self.listeners = tuple(listeners)
+        #: Lines a journal has not drained yet; None when nothing drains them (no store).
+        self.pending: collections.deque[LogLine] | None = None
         #: With no listener, WARNING and up still reach stderr when nothing else handles them (as before capture).
-        self.echo_warnings = not self._listeners
-        self._store = store
-        self._pending: collections.deque[LogLine] = collections.deque()
+        self.echo_warnings = not self.listeners
+        #: Whether any attempt has cut lines: until then a drain keeps every line as it is.
+        self.any_cut = False
+        #: Whether records are named by asset and key for other handlers (set when the run starts:
+        #: only when another handler sees them, since the key's text costs a format per attempt).
+        self.annotate = False
+        self._attempts: dict[tuple[str, int], AttemptLog] = {}
         self._stored_cuts: dict[tuple[str, int], int] = {}
 
     def for_attempt(
@@ -204,16 +235,16 @@ class RunLogs:
 
     def keep_for_store(self) -> None:
         """Queue lines for a journal to drain (without one, lines stay in memory only)."""
-        self._store = True
+        if self.pending is None:
+            self.pending = collections.deque()
 
-    def kept(self, log: AttemptLog, line: LogLine) -> None:
-        if self._store:
-            self._pending.append(line)
-        if self._listeners:
+    def show(self, log: AttemptLog, line: LogLine) -> None:
+        """Hand a kept line to the listeners."""
+        if self.listeners:
             # Outside the attempt while showing it: what a listener writes is not the body's output.
             token = current_attempt_log.set(None)
             try:
-                for listener in self._listeners:
+                for listener in self.listeners:
                     try:
                         listener.on_log(line, log.key_text)
                     except Exception:  # noqa: BLE001 - showing a line must not fail the body that logged it
@@ -235,11 +266,13 @@ class RunLogs:
 
     def drain(self) -> LogBatch:
         """The lines logged since the last drain that are still kept, and the cuts that grew."""
-        pending = self._pending
+        pending = self.pending
         if not pending:
             return LogBatch(())
         taken = [pending.popleft() for _ in range(len(pending))]
-        head = self.capture.head
+        if not self.any_cut:
+            return LogBatch(taken)
+        head = self.head
         attempts = self._attempts
         cuts: list[LogCut] = []
         cut_now: dict[tuple[str, int], int] = {}

@@ -195,7 +195,7 @@ class _Run:
             journal.begin(self.run_id, self.plan, started_at)  # a refusal stops the run before any body
         logs = self.options.logs
         if logs is not None:
-            log_capture.install(logs.capture)
+            logs.annotate = log_capture.install(logs.capture)
         self.executor.start(loop, invoker.completed, self.max_concurrency)
         if self.observers:
             self.observers.emit(RunStarted(self.run_id, self.plan))

@@ -72,7 +72,7 @@ class _AttemptHandler(logging.Handler):
         if log is not None:
             # Named for handlers further up (the daemon's lines print them): which attempt logged this.
             fields = record.__dict__
-            if "asset" not in fields:  # a value the caller passed with extra= wins
+            if log.run.annotate and "asset" not in fields:  # a value the caller passed with extra= wins
                 fields["asset"] = log.asset
                 fields["partition_key"] = log.key_text
             log.add(LogStream.LOG, record.levelno, record.name, _message(record), record.created)
@@ -129,16 +129,21 @@ def _set_level() -> None:
         logger.addHandler(_handler)
 
 
-def install(capture: LogCapture) -> None:
-    """Start routing for one run (the handler stays; output wrapping is counted per capturing run)."""
+def install(capture: LogCapture) -> bool:
+    """Start routing for one run (the handler stays; output wrapping is counted per capturing run).
+
+    Returns whether another handler sees the bodies' records (then they are named by asset and key).
+    """
     global _output_users
     with _lock:
         _set_level()
+        elsewhere = _handled_elsewhere(ASSET_LOGGER)
         if capture.output:
             _output_users += 1
             if _output_users == 1:
                 sys.stdout = _RoutedStream(sys.stdout, LogStream.STDOUT)  # type: ignore[assignment]
                 sys.stderr = _RoutedStream(sys.stderr, LogStream.STDERR)  # type: ignore[assignment]
+    return elsewhere
 
 
 def uninstall(capture: LogCapture) -> None:
@@ -189,14 +194,17 @@ class _RemoteScope:
     invocation: int
     capture: LogCapture
     echo_warnings: bool
+    #: The key's text for naming records in the worker (None unless another handler sees them).
+    key_text: str | None = None
 
 
 def _capture_remote(scope: _RemoteScope, fn: Callable[..., Any], /, **kwargs: Any) -> RemoteOutcome:
     """In a worker process: run the body with a log of its own and return its lines with the outcome."""
     local = RunLogs(scope.capture)
     local.echo_warnings = scope.echo_warnings
-    log = local.for_attempt(scope.asset, scope.index, None, scope.invocation)
-    install(scope.capture)
+    key_text = scope.key_text
+    log = local.for_attempt(scope.asset, scope.index, None, scope.invocation, lambda _: key_text)  # type: ignore[arg-type,return-value]
+    local.annotate = install(scope.capture)
     token = current_attempt_log.set(log)
     try:
         value = fn(**kwargs)
@@ -223,6 +231,7 @@ def wrap_body(
     """``fn`` run inside its attempt's log scope: in this process, or in a worker process (``remote``)."""
     log = logs.for_attempt(asset, index, partition_key, invocation, format_key)
     if remote:
-        scope = _RemoteScope(asset, index, invocation, logs.capture, logs.echo_warnings)
+        key_text = log.key_text if logs.annotate else None
+        scope = _RemoteScope(asset, index, invocation, logs.capture, logs.echo_warnings, key_text)
         return functools.partial(_capture_remote, scope, fn)
     return functools.partial(_capture_async if is_async else _capture_sync, log, fn)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from partita.errors import DefinitionError
 
@@ -26,10 +26,11 @@ class LogStream(enum.Enum):
     CUT = "cut"
 
 
-@dataclass(frozen=True, slots=True)
-class LogLine:
-    """One kept line of an attempt.
+class LogLine(NamedTuple):
+    """One kept line of an attempt (immutable).
 
+    A named tuple rather than a frozen dataclass: one is built per logged
+    line on the body's thread, and a tuple is built in a fifth of the time.
     ``seq`` numbers the attempt's lines from 1 across its invocations; a gap
     in it is where lines were cut (the ``CUT`` line there says how many).
     ``level`` is a `logging` level for records and None for captured output.

@@ -22,11 +22,12 @@ from partita.store.schema import attempt_logs, attempts
 __all__ = ["read_logs", "sorted_for_reading", "write_logs"]
 
 
-def _row(run_id: str, line: LogLine) -> tuple[Any, ...]:
-    return (
-        run_id, line.asset, line.index, line.invocation, line.seq, line.at, line.stream.value, line.level,
-        line.logger, line.message,
-    )
+def _rows(run_id: str, lines: Sequence[LogLine]) -> list[tuple[Any, ...]]:
+    """Rows in column order; a line is already in that order after the run id, but for its stream's value."""
+    return [
+        (run_id, asset, index, invocation, seq, at, stream.value, level, logger, message)
+        for asset, index, invocation, seq, at, stream, level, logger, message in lines
+    ]
 
 
 def write_logs(database: Database, connection: Connection, run_id: str, batch: LogBatch, replay: bool) -> None:
@@ -43,8 +44,8 @@ def write_logs(database: Database, connection: Connection, run_id: str, batch: L
             sql(f"DELETE FROM {table} WHERE run_id = ? AND asset = ? AND idx = ? AND seq = ? AND stream <> ?"),
             [(run_id, line.asset, line.index, line.seq, LogStream.CUT.value) for line in batch.lines],
         )
-    rows = [_row(run_id, cut.marker) for cut in batch.cuts]
-    rows.extend(_row(run_id, line) for line in batch.lines)
+    rows = _rows(run_id, [cut.marker for cut in batch.cuts])
+    rows.extend(_rows(run_id, batch.lines))
     if rows:
         database.insert(connection, attempt_logs, rows, skip=1)
 
