@@ -98,6 +98,11 @@ class AttemptLog:
         self._partial: dict[LogStream, str] | None = None
 
     @property
+    def has_partial_output(self) -> bool:
+        """Whether output without its final newline waits for the invocation's end."""
+        return bool(self._partial)
+
+    @property
     def output(self) -> bool:
         """Whether the body's stdout and stderr lines are kept (else they pass through)."""
         return self.run.capture.output
@@ -291,4 +296,6 @@ class RunLogs:
 
     def snapshot(self) -> dict[tuple[str, int], tuple[LogLine, ...]]:
         """Each attempt's kept lines, for the `RunResult`."""
-        return {key: log.lines() for key, log in self._attempts.items() if log.seq}
+        return {
+            key: tuple(log.head) if log.tail is None else log.lines() for key, log in self._attempts.items() if log.seq
+        }

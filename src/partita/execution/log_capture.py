@@ -75,7 +75,14 @@ class _AttemptHandler(logging.Handler):
             if log.run.annotate and "asset" not in fields:  # a value the caller passed with extra= wins
                 fields["asset"] = log.asset
                 fields["partition_key"] = log.key_text
-            log.add(LogStream.LOG, record.levelno, record.name, _message(record), record.created)
+            if record.exc_info or record.exc_text or record.stack_info or not isinstance(record.msg, str):
+                message = _message(record)
+            else:  # the common record, formatted inline: this runs once per logged line
+                try:
+                    message = record.msg % record.args if record.args else record.msg
+                except Exception:  # noqa: BLE001 - a bad format string must not fail the body
+                    message = _message(record)
+            log.add(LogStream.LOG, record.levelno, record.name, message, record.created)
         last_resort = logging.lastResort
         if (
             last_resort is not None
@@ -166,7 +173,8 @@ def _capture_sync(log: AttemptLog, fn: Callable[..., Any], /, **kwargs: Any) -> 
         return fn(**kwargs)
     finally:
         current_attempt_log.reset(token)
-        log.end_invocation(time.time())
+        if log.has_partial_output:
+            log.end_invocation(time.time())
 
 
 async def _capture_async(log: AttemptLog, fn: Callable[..., Any], /, **kwargs: Any) -> Any:
@@ -175,7 +183,8 @@ async def _capture_async(log: AttemptLog, fn: Callable[..., Any], /, **kwargs: A
         return await fn(**kwargs)
     finally:
         current_attempt_log.reset(token)
-        log.end_invocation(time.time())
+        if log.has_partial_output:
+            log.end_invocation(time.time())
 
 
 @dataclass(frozen=True, slots=True)
