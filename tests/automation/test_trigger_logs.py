@@ -56,7 +56,7 @@ def test_trigger_once_logs_consumer_lines_by_asset_and_key_and_keeps_them(store_
     assert "consumer detail" not in result.stderr
     with closing(SqlStore(store_url)) as store:
         (run,) = store.list_runs(limit=5)
-        kept = [(s.line.stream.value, s.line.message) for s in store.attempt_logs(run.run_id)]
+        kept = [(s.line.stream, s.line.message) for s in store.attempt_logs(run.run_id)]
     assert kept == [("log", "consumed 2024-01-01"), ("stdout", "printed by the consumer")]
 
 

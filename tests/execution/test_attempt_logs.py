@@ -111,7 +111,7 @@ def test_an_attempt_keeps_its_head_and_tail_and_one_marker_counting_the_cut() ->
 
     lines = result.logs("chatty")
     assert [line.message for line in lines] == ["line 1", "line 2", "line 3", "95 lines cut", "line 99", "line 100"]
-    assert lines[3].stream is p.LogStream.CUT
+    assert lines[3].stream == p.LogStream.CUT
     assert [line.seq for line in lines] == [1, 2, 3, 4, 99, 100]
 
 

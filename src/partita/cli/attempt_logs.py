@@ -106,7 +106,7 @@ def _prefix(asset: str, key_text: str | None, index: int, partitioned: bool) -> 
 
 
 def _text(line: LogLine, prefix: str) -> str:
-    if line.stream is LogStream.CUT:
+    if line.stream == LogStream.CUT:
         return f"{prefix} … {line.message} …"
     return f"{prefix} {line.level_name} {line.message}"
 

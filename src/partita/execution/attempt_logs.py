@@ -89,13 +89,13 @@ class AttemptLog:
         self.partition_key = partition_key
         self.invocation = 1
         self.seq = 0
-        self.head: list[LogLine] = []
+        self.head: tuple[LogLine, ...] = ()
         self.tail: collections.deque[LogLine] | None = None
         self.cut = 0
         self.run = run
         self._format = format_key
         self._key_text: str | None = None
-        self._partial: dict[LogStream, str] | None = None
+        self._partial: dict[str, str] | None = None
 
     @property
     def has_partial_output(self) -> bool:
@@ -121,14 +121,15 @@ class AttemptLog:
     def echo_warnings(self) -> bool:
         return self.run.echo_warnings
 
-    def add(self, stream: LogStream, level: int | None, logger: str | None, message: str, at: float) -> None:
+    def add(self, stream: str, level: int | None, logger: str | None, message: str, at: float) -> None:
         run = self.run
         if len(message) > run.line_chars:
             message = _shortened(message, run.line_chars)
         seq = self.seq = self.seq + 1
         line = LogLine(self.asset, self.index, self.invocation, seq, at, stream, level, logger, message)
         if seq <= run.head:
-            self.head.append(line)
+            # A tuple, not a list: once its lines are, it is no object for the garbage collector to visit.
+            self.head += (line,)
         else:
             tail = self.tail
             if tail is None:
@@ -162,7 +163,7 @@ class AttemptLog:
             self.tail.clear()
         self.seq += count
 
-    def write(self, stream: LogStream, text: str, at: float) -> None:
+    def write(self, stream: str, text: str, at: float) -> None:
         """Output text: each complete line is kept; a partial one waits for its end or the invocation's."""
         partial = self._partial
         if partial is None:
@@ -187,13 +188,13 @@ class AttemptLog:
             return None
         lines = "line" if self.cut == 1 else "lines"
         return LogLine(
-            self.asset, self.index, self.invocation, self.run.head + 1, self.first_cut_at, LogStream.CUT, None,
+            self.asset, self.index, self.invocation, self.run.head + 1, self.first_cut_at, LogStream.CUT.value, None,
             None, f"{self.cut} {lines} cut",
         )
 
     def lines(self) -> tuple[LogLine, ...]:
         if self.tail is None:
-            return tuple(self.head)
+            return self.head
         marker = self.marker()
         return (*self.head, *(() if marker is None else (marker,)), *self.tail)
 
@@ -263,7 +264,7 @@ class RunLogs:
         if log is None:
             return
         for line in lines:
-            if line.stream is LogStream.CUT:
+            if line.stream == LogStream.CUT:
                 log.skip(int(line.message.split(" ", 1)[0]), line.at)
             else:
                 log.invocation = line.invocation
@@ -297,5 +298,5 @@ class RunLogs:
     def snapshot(self) -> dict[tuple[str, int], tuple[LogLine, ...]]:
         """Each attempt's kept lines, for the `RunResult`."""
         return {
-            key: tuple(log.head) if log.tail is None else log.lines() for key, log in self._attempts.items() if log.seq
+            key: log.head if log.tail is None else log.lines() for key, log in self._attempts.items() if log.seq
         }

@@ -34,6 +34,7 @@ ASSET_LOGGER = "partita.asset"
 
 _format_exception = logging.Formatter().formatException
 _lock = threading.Lock()
+_LOG = LogStream.LOG.value
 _output_users = 0
 
 
@@ -82,7 +83,7 @@ class _AttemptHandler(logging.Handler):
                     message = record.msg % record.args if record.args else record.msg
                 except Exception:  # noqa: BLE001 - a bad format string must not fail the body
                     message = _message(record)
-            log.add(LogStream.LOG, record.levelno, record.name, message, record.created)
+            log.add(_LOG, record.levelno, record.name, message, record.created)
         last_resort = logging.lastResort
         if (
             last_resort is not None
@@ -109,7 +110,7 @@ _handler = _AttemptHandler()
 class _RoutedStream:
     """``sys.stdout``/``sys.stderr`` while a run captures output: a body's writes are kept, others pass."""
 
-    def __init__(self, original: TextIO, stream: LogStream) -> None:
+    def __init__(self, original: TextIO, stream: str) -> None:
         self._original = original
         self._stream = stream
 
@@ -148,8 +149,8 @@ def install(capture: LogCapture) -> bool:
         if capture.output:
             _output_users += 1
             if _output_users == 1:
-                sys.stdout = _RoutedStream(sys.stdout, LogStream.STDOUT)  # type: ignore[assignment]
-                sys.stderr = _RoutedStream(sys.stderr, LogStream.STDERR)  # type: ignore[assignment]
+                sys.stdout = _RoutedStream(sys.stdout, LogStream.STDOUT.value)  # type: ignore[assignment]
+                sys.stderr = _RoutedStream(sys.stderr, LogStream.STDERR.value)  # type: ignore[assignment]
     return elsewhere
 
 

@@ -17,8 +17,13 @@ from partita.errors import DefinitionError
 __all__ = ["DEFAULT_LOG_CAPTURE", "LogCapture", "LogLine", "LogStream"]
 
 
-class LogStream(enum.Enum):
-    """Where a line came from; ``CUT`` marks the lines left out between an attempt's head and tail."""
+class LogStream(enum.StrEnum):
+    """Where a line came from; ``CUT`` marks the lines left out between an attempt's head and tail.
+
+    A string enum: `LogLine.stream` holds the plain value (``"log"``…), which
+    compares equal to its member, so a kept line holds no object the garbage
+    collector must keep visiting.
+    """
 
     LOG = "log"
     STDOUT = "stdout"
@@ -30,7 +35,9 @@ class LogLine(NamedTuple):
     """One kept line of an attempt (immutable).
 
     A named tuple rather than a frozen dataclass: one is built per logged
-    line on the body's thread, and a tuple is built in a fifth of the time.
+    line on the body's thread, and a tuple is built in a fifth of the time;
+    holding only strings and numbers, it is also left alone by the garbage
+    collector once a run's result keeps thousands of them.
     ``seq`` numbers the attempt's lines from 1 across its invocations; a gap
     in it is where lines were cut (the ``CUT`` line there says how many).
     ``level`` is a `logging` level for records and None for captured output.
@@ -43,7 +50,8 @@ class LogLine(NamedTuple):
     invocation: int
     seq: int
     at: float
-    stream: LogStream
+    #: A `LogStream` value (``"log"``, ``"stdout"``, ``"stderr"``, ``"cut"``); compare with the members.
+    stream: str
     level: int | None
     logger: str | None
     message: str
@@ -52,7 +60,7 @@ class LogLine(NamedTuple):
     def level_name(self) -> str:
         """``INFO``, ``WARNING``…; the stream's name for captured output and cut markers."""
         if self.level is None:
-            return self.stream.value
+            return self.stream
         return logging.getLevelName(self.level)
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,7 +70,7 @@ class LogLine(NamedTuple):
             "invocation": self.invocation,
             "seq": self.seq,
             "at": self.at,
-            "stream": self.stream.value,
+            "stream": self.stream,
             "level": self.level_name if self.level is not None else None,
             "logger": self.logger,
             "message": self.message,

@@ -23,10 +23,9 @@ __all__ = ["read_logs", "sorted_for_reading", "write_logs"]
 
 
 def _rows(run_id: str, lines: Sequence[LogLine]) -> list[tuple[Any, ...]]:
-    """Rows in column order; a line is already in that order after the run id, but for its stream's value."""
+    """Rows in column order: a line is in that order after the run id."""
     return [
-        (run_id, asset, index, invocation, seq, at, stream.value, level, logger, message)
-        for asset, index, invocation, seq, at, stream, level, logger, message in lines
+        (run_id, *line) for line in lines
     ]
 
 
@@ -79,7 +78,7 @@ def read_logs(connection: Connection, run_id: str, query: LogQuery) -> list[Stor
 
 def _stored(row: Any) -> StoredLogLine:
     line = LogLine(
-        row.asset, row.idx, row.invocation or 1, row.seq, row.at, LogStream(row.stream), row.level, row.logger,
+        row.asset, row.idx, row.invocation or 1, row.seq, row.at, row.stream, row.level, row.logger,
         row.message,
     )
     return StoredLogLine(row.id, line, row.partition_key)
