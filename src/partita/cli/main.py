@@ -22,6 +22,7 @@ from partita.cli.cancel import cancel
 from partita.cli.common import (
     CLI_SELECTION_FIELDS,
     EXIT_ASSET_FAILED,
+    EXIT_INTERRUPTED,
     STORABLE_TEXT,
     emit_document,
     emit_json,
