@@ -4,7 +4,7 @@ Prints one line per size: workload, N keys, attempts, median microseconds per
 attempt over several runs, and peak traced memory per attempt. Run by hand:
 
     python benchmarks/engine_overhead.py [--sizes 1000 10000 100000] [--repeat 3]
-        [--store none|sqlite|postgresql] [--executor in-process|process]
+        [--store none|sqlite|postgresql] [--executor in-process|process] [--logs]
 
 With ``--store`` each run is also recorded: ``sqlite`` in a temporary file,
 ``postgresql`` at ``$PARTITA_BENCH_POSTGRES_URL``. The store is opened once,
@@ -12,13 +12,20 @@ as a long-lived process would; the no-store figure is measured in the same
 invocation so the ratio is comparable. With ``--executor process`` every body
 runs in a worker process; the in-process figure is measured alongside for the
 ratio (pick smaller sizes: a process round trip costs far more than a thread's).
+
+``--logs`` measures attempt log capture instead, with the SQLite store: the
+same chain whose bodies each log one INFO line through ``context.logger``,
+with capture on (the default) and off, beside the no-logging chain; it prints
+each median and the ratios capture-on/capture-off and capture-on/no-logging.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import gc
+import logging
 import os
 import statistics
 import tempfile
@@ -46,6 +53,32 @@ def transform(extract: None) -> None:
 @partita.asset(partition_def=DAYS, registry=REGISTRY)
 def publish(transform: None) -> None:
     return None
+
+
+LOGGING = partita.AssetRegistry()
+
+
+@partita.asset(name="extract", partition_def=DAYS, registry=LOGGING)
+def logged_extract(context: partita.AssetContext) -> None:
+    context.logger.info("loaded %d rows", 120)
+
+
+@partita.asset(name="transform", partition_def=DAYS, registry=LOGGING)
+def logged_transform(context: partita.AssetContext, extract: None) -> None:
+    context.logger.info("loaded %d rows", 120)
+
+
+@partita.asset(name="publish", partition_def=DAYS, registry=LOGGING)
+def logged_publish(context: partita.AssetContext, transform: None) -> None:
+    context.logger.info("loaded %d rows", 120)
+
+
+class _NoCapture(partita.Flow):
+    """The same flow with attempt logs off: the records are made and dropped by partita."""
+
+    def _options(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        options = super()._options(*args, **kwargs)
+        return dataclasses.replace(options, logs=None)
 
 
 def build_flow(store: Store | bool = False, executor: str | None = None) -> partita.Flow:
@@ -78,14 +111,66 @@ def peak_memory(flow: partita.Flow, keys: list[dt.date]) -> int:
     return peak
 
 
+def _timed(flow: partita.Flow, keys: list[dt.date]) -> tuple[float, float]:
+    """Wall and CPU seconds (all threads of this process) for plan + run of the selection."""
+    gc.collect()
+    cpu = time.process_time()
+    wall = measure(flow, keys)
+    return wall, time.process_time() - cpu
+
+
+def log_capture_figures(folder: str, sizes: list[int], repeat: int) -> None:
+    """Capture on vs off vs no logging, SQLite store, one INFO line per body.
+
+    CPU time is printed beside wall time: on a shared machine it moves less
+    with other processes' load, and capture's cost is CPU on this process's
+    threads (the body's and the journal's writer).
+    """
+    # The level a user sets to see INFO: in every variant, so the records are made in both logging ones.
+    logging.getLogger("partita.asset").setLevel(logging.INFO)
+    store = open_store(f"sqlite:///{folder}/logs.db")
+    flows = {
+        "no_logging": partita.Flow(["publish"], registry=REGISTRY, store=store),
+        "capture_off": _NoCapture(["publish"], registry=LOGGING, store=store),
+        "capture_on": partita.Flow(["publish"], registry=LOGGING, store=store),
+    }
+    for flow in flows.values():
+        flow.run({"partition_keys": keys_for(100)})
+    for size in sizes:
+        keys = keys_for(size)
+        attempts = 3 * size
+        samples: dict[str, list[tuple[float, float]]] = {name: [] for name in flows}
+        for _ in range(repeat):  # interleaved: the machine's noise hits each variant alike
+            for name, flow in flows.items():
+                samples[name].append(_timed(flow, keys))
+        wall = {name: statistics.median(wall for wall, _ in values) for name, values in samples.items()}
+        cpu = {name: statistics.median(cpu for _, cpu in values) for name, values in samples.items()}
+        for name in flows:
+            print(
+                f"engine_overhead chain=3 store=sqlite logs={name} keys={size} attempts={attempts} "
+                f"median_us_per_attempt={wall[name] / attempts * 1e6:.1f} "
+                f"median_cpu_us_per_attempt={cpu[name] / attempts * 1e6:.1f} runs={repeat}"
+            )
+        for figure, medians in (("wall", wall), ("cpu", cpu)):
+            print(
+                f"engine_overhead log_capture keys={size} {figure} "
+                f"ratio_on_to_off={medians['capture_on'] / medians['capture_off']:.3f} "
+                f"ratio_on_to_no_logging={medians['capture_on'] / medians['no_logging']:.3f} runs={repeat}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--store", choices=["none", "sqlite", "postgresql"], default="none")
     parser.add_argument("--executor", choices=["in-process", "process"], default="in-process")
+    parser.add_argument("--logs", action="store_true", help="measure attempt log capture (SQLite store)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
+        if args.logs:
+            log_capture_figures(folder, args.sizes, args.repeat)
+            return
         flows = {"none": build_flow()}
         if args.executor == "process":
             flows["process"] = build_flow(executor="process")

@@ -19,7 +19,9 @@ late_exports = {"2026-08-09"}  # days whose export has not arrived yet
 @asset(partition_def=days, registry=registry)
 def exports(context) -> int:
     if context.partition_key.isoformat() in late_exports:
+        context.logger.warning("no export file in the drop folder yet")
         raise FileNotFoundError("the export for this day has not arrived")
+    context.logger.info("read %d rows", 10 * context.partition_key.day)
     return 10 * context.partition_key.day
 
 

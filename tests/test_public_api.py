@@ -11,6 +11,7 @@ EXPECTED = {
     "EmissionReceipt", "EntryLoadError", "EventSource", "ExecutionError", "ExecutionEvent", "ExecutionObserver",
     "Executor", "FailureInfo", "Fail", "FastForwardClock", "FileMaterialization", "FileMaterializationError",
     "Flow", "FlowPlan", "KeyState", "KeyStatus", "PartitionStatus", "partition_status", "HourlyPartitionDef", "InProcessExecutor", "InspectionState", "Invocation", "JsonCodec",
+    "LogCapture", "LogLine", "LogStream",
     "Materialization", "MaterializationCollection", "MaterializationContext", "MaterializationError",
     "MaterializationInspection", "MaterializationInvalidation", "MaterializationRecord", "MonthlyPartitionDef",
     "MultiPartitionDef", "MultiPartitionKey", "OpenCircuit", "PartitaError", "PartitionAtRuntime", "PartitionDef",

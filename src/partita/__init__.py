@@ -81,6 +81,7 @@ from partita.partitions import (
 from partita.planning.backfill import BackfillKind, BackfillOrigin
 from partita.planning.plan import FlowPlan, TaskPlan
 from partita.planning.selection import SelectionKind
+from partita.results.logs import LogCapture, LogLine, LogStream
 from partita.results.model import (
     AttemptResult,
     AttemptStatus,
@@ -145,6 +146,9 @@ __all__ = [
     "InspectionState",
     "Invocation",
     "JsonCodec",
+    "LogCapture",
+    "LogLine",
+    "LogStream",
     "Materialization",
     "MaterializationCollection",
     "MaterializationContext",

@@ -36,7 +36,8 @@ class ProjectConfig:
 
     ``store`` is already resolved: a relative SQLite path is made relative to
     the file's folder, so a command run from a subfolder records into the
-    same store. ``log_capture`` is validated and kept for attempt logs.
+    same store. ``log_capture`` turns output capture (stdout and stderr
+    kept with attempt logs) on or off for the runs CLI commands start.
     """
 
     path: Path | None = None

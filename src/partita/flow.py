@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -22,6 +23,7 @@ from partita.definitions.policies import ResourcePolicy
 from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import ConfigurationError, DefinitionError
 from partita.events.model import AssetEvent
+from partita.execution.attempt_logs import LogListener, RunLogs
 from partita.execution.cancellation import RunCancellation
 from partita.execution.clock import Clock
 from partita.execution.engine import DEFAULT_CANCEL_GRACE_SECONDS, RunOptions, execute_plan
@@ -31,6 +33,7 @@ from partita.planning.approval import check_plan_matches
 from partita.planning.graph import resolve_closure
 from partita.planning.plan import FlowPlan, build_plan
 from partita.planning.selection import CONFIG_FIELDS, KeySource, SelectionFields
+from partita.results.logs import LogCapture
 from partita.results.model import RunResult
 from partita.store import Store, open_store, store_url_from_environment
 from partita.store.events import StoreEventLog
@@ -79,6 +82,12 @@ def _resources(value: Any) -> dict[str, ResourcePolicy]:
     return dict(value)
 
 
+def _checked_store(store: Any) -> Store | str | bool | None:
+    if store is not None and store is not False and not isinstance(store, (str, Store)):
+        raise DefinitionError("Flow store must be a store URL, a Store, False (no store) or None")
+    return store  # type: ignore[no-any-return]
+
+
 class Flow:
     """Targets plus the options that govern how their closure runs.
 
@@ -92,7 +101,10 @@ class Flow:
     nothing otherwise; ``False`` never records. Records keep raw partition
     keys only with ``record_partition_keys=True``. ``tags`` (tag key to
     string value) are recorded with every run of the flow, with its ``name``
-    and how the run was launched.
+    and how the run was launched. Every record a body logs through
+    ``context.logger`` is kept with its attempt (`RunResult.logs`, and the
+    store); ``log_capture=True`` keeps the body's stdout and stderr lines
+    too, and a `LogCapture` also sets how many lines an attempt keeps.
     """
 
     def __init__(
@@ -114,6 +126,7 @@ class Flow:
         name: str | None = None,
         trigger: Any = None,
         tags: Mapping[str, str] | None = None,
+        log_capture: LogCapture | bool | None = None,
     ) -> None:
         self.targets = _target_names(targets)
         if registry is not None and not isinstance(registry, AssetRegistry):
@@ -141,9 +154,7 @@ class Flow:
         ):
             raise DefinitionError("Flow cancel_grace_seconds must be a finite number of seconds, zero or more")
         self.cancel_grace_seconds = float(cancel_grace_seconds)
-        if store is not None and store is not False and not isinstance(store, (str, Store)):
-            raise DefinitionError("Flow store must be a store URL, a Store, False (no store) or None")
-        self.store = store
+        self.store = _checked_store(store)
         if not isinstance(record_partition_keys, bool):
             raise DefinitionError("Flow record_partition_keys must be True or False")
         self.record_partition_keys = record_partition_keys
@@ -154,6 +165,7 @@ class Flow:
             raise DefinitionError("Flow trigger must be OnAssetEvents(...) or CronPartitions(...)")
         self.trigger = trigger
         self.tags: Tags = check_tags(tags)
+        self.log_capture = LogCapture.coerce(log_capture)
 
     def with_targets(self, targets: Any) -> Flow:
         """The same flow options applied to other targets of the same registry."""
@@ -164,10 +176,20 @@ class Flow:
     def with_store(self, store: Store | str | bool | None, *, record_partition_keys: bool = False) -> Flow:
         """The same flow recording into another store (``False``: none)."""
         clone = copy.copy(self)
-        if store is not None and store is not False and not isinstance(store, (str, Store)):
-            raise DefinitionError("Flow store must be a store URL, a Store, False (no store) or None")
-        clone.store = store
+        clone.store = _checked_store(store)
         clone.record_partition_keys = bool(record_partition_keys)
+        return clone
+
+    def with_log_capture(self, log_capture: LogCapture | bool) -> Flow:
+        """The same flow keeping its attempts' logs as ``log_capture`` says.
+
+        A bool turns output capture (stdout and stderr) on or off and keeps the flow's bounds.
+        """
+        clone = copy.copy(self)
+        if isinstance(log_capture, bool):
+            clone.log_capture = dataclasses.replace(self.log_capture, output=log_capture)
+        else:
+            clone.log_capture = LogCapture.coerce(log_capture)
         return clone
 
     def with_tags(self, tags: Mapping[str, str]) -> Flow:
@@ -256,12 +278,17 @@ class Flow:
         launched_by: LaunchKind = LaunchKind.PYTHON,
     ) -> RunOptions:
         journal = cancellation = None
+        logs = RunLogs(self.log_capture, [observer for observer in observers if isinstance(observer, LogListener)])
         if store is not None:
             launch = self._launch(plan, launched_by)
             # A recorded run can be cancelled from another process (`partita runs cancel`).
             cancellation = RunCancellation()
             journal = StoreJournal(
-                store, record_partition_keys=self.record_partition_keys, launch=launch, cancellation=cancellation
+                store,
+                record_partition_keys=self.record_partition_keys,
+                launch=launch,
+                cancellation=cancellation,
+                logs=logs,
             )
         return RunOptions(
             journal=journal,
@@ -277,6 +304,7 @@ class Flow:
             cancel_grace_seconds=self.cancel_grace_seconds,
             triggering_events=tuple(triggering_events),
             cancellation=cancellation,
+            logs=logs,
         )
 
     def run(

@@ -264,6 +264,15 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "run: backfill success {'partita.backfill': 'failed-from', 'partita.failed_from': '",
         "run: backfill success {'partita.backfill': 'missing'}",
     ],
+    "attempt_logs.py": [
+        "extract 1 INFO loaded 120 rows",
+        "extract 2 DEBUG batch 1 of 10 parsed",
+        "extract 3 DEBUG batch 2 of 10 parsed",
+        "extract 4 cut 7 lines cut",
+        "extract 11 DEBUG batch 10 of 10 parsed",
+        "extract 12 stdout wrote extract.parquet",
+        "check ERROR AssertionError: fewer rows than last week",
+    ],
     "run_history.py": [
         "list: third success, 2 attempts, {'success': 2}",
         "list: second success, 2 attempts, {'success': 2}",
@@ -770,6 +779,21 @@ CLI_COMMANDS.update(
             2,
             ['"schema": "partita.run-cancel"', '"outcome": "finished"', '"status": "failed"'],
         ),
+        # docs/operations.md: attempt logs (`runs logs` reads the runs of `HISTORY_RUNS`)
+        "partita run examples/run_history.py --partition-range 2026-08-08 2026-08-09 --yes": (
+            1,
+            ["status: failed", "exports[2026-08-09] WARNING no export file in the drop folder yet"],  # stdout, then stderr
+        ),
+        "partita runs logs RUN_ID": (
+            0,
+            ["exports#0 INFO read 80 rows", "exports#1 WARNING no export file", "exports#2 INFO read 100 rows"],
+        ),
+        "partita runs logs RUN_ID --asset exports --level warning": (
+            0,
+            ["exports#1 WARNING no export file in the drop folder yet"],
+        ),
+        "partita runs logs RUN_ID --follow": (0, ["exports#1 WARNING no export file in the drop folder yet"]),
+        "partita runs logs RUN_ID --json": (0, ['"schema": "partita.attempt-logs"', '"message": "read 80 rows"']),
         # docs/cli.md
         "partita serve --help": (0, ["SIGTERM", "--store", "--max-in-flight", "--poll-interval"]),
         "partita trigger --help": (0, ["--once", "--max-in-flight", "--json"]),

@@ -57,6 +57,7 @@ CLI_DOCUMENTS = (
     "trigger-pass",
     "flow-state",
     "schedules",
+    "attempt-logs",
 )
 SECRET = "tenant-secret-42"  # a distinctive key: it must never leak unless recorded on purpose
 WAIT = 30.0  # seconds any wait for work may take before the test fails
@@ -654,6 +655,42 @@ def test_partition_status_document_matches_its_schema_with_every_state(cli_store
     drifted = json.loads(json.dumps(document))
     drifted["assets"][0]["keys"][0]["state"] = "skipped"
     assert_invalid(drifted, "partition-status.v1.json")
+
+
+LOGGING_ENTRY = """
+from partita import Flow, LogCapture, StaticPartitionDef, asset
+
+tenants = StaticPartitionDef("tenants", ["acme", "globex"])
+
+
+@asset(partition_def=tenants)
+def chatty(context) -> int:
+    for number in range(5):
+        context.logger.info("line %d", number)
+    print("printed")
+    try:
+        raise KeyError("missing")
+    except KeyError:
+        context.logger.exception("failed lookup")
+    return 1
+
+
+flow = Flow(["chatty"], log_capture=LogCapture(output=True, head=2, tail=2))
+"""
+
+
+def test_attempt_logs_document_matches_its_schema_with_and_without_recorded_keys(cli_store: str):
+    (Path.cwd() / "logging_entry.py").write_text(LOGGING_ENTRY)
+    for keys in ([], ["--record-partition-keys"]):
+        _json("run", "logging_entry.py", "--partition-key", "acme", "--partition-key", "globex", "--yes", "--json", *keys)
+        document = _json("runs", "logs", _run_ids()[0], "--json")
+        assert document["schema"] == "partita.attempt-logs"
+        assert {line["stream"] for line in document["lines"]} == {"log", "stdout", "cut"}
+        assert_valid(document, "attempt-logs.v1.json")
+    assert {line["partition_key"] for line in document["lines"]} == {"acme", "globex"}
+    plain = _json("runs", "logs", _run_ids()[1], "--json")
+    assert {line["partition_key"] for line in plain["lines"]} == {None}
+    assert_invalid({**document, "lines": [{**document["lines"][0], "stream": "other"}]}, "attempt-logs.v1.json")
 
 
 def _run_ids() -> list[str]:

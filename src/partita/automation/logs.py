@@ -24,6 +24,7 @@ LOG_FIELDS = (
     "flow",
     "request",
     "run_id",
+    "asset",
     "partition_key",
     "status",
     "duration",

@@ -19,6 +19,7 @@ from rich.table import Table
 from partita.automation.daemon import FlowFailure, TriggerDaemon
 from partita.automation.evaluation import TriggerEvaluator, UpstreamProgress
 from partita.automation.logs import LogFormat, daemon_logging
+from partita.cli.attempt_logs import Verbosity, log_options, with_capture_choice
 from partita.cli.common import (
     EXIT_ASSET_FAILED,
     STORABLE_TEXT,
@@ -34,6 +35,7 @@ from partita.cli.common import (
 from partita.cli.entry import load_trigger_flows
 from partita.cli.failures import render_failures
 from partita.errors import ConfigurationError, PartitaError, StoreError
+from partita.execution.log_capture import ASSET_LOGGER
 from partita.store.triggers import TriggerStore
 
 log = logging.getLogger("partita.cli")
@@ -46,10 +48,26 @@ def _log_format_option(command: Any) -> Any:
     )(command)
 
 
+def _shows(verbosity: Verbosity) -> Callable[[logging.LogRecord], bool]:
+    """Asset bodies' records at or above the chosen level; the daemon's own lines always."""
+    threshold = verbosity.value
+
+    def shows(record: logging.LogRecord) -> bool:
+        return record.levelno >= threshold or not record.name.startswith(ASSET_LOGGER)
+
+    return shows
+
+
 @contextlib.contextmanager
-def _daemon_output(log_format: LogFormat, as_json: bool = False) -> Iterator[None]:
-    """Log to stderr in ``log_format``; in JSON, a command's error is one JSON line too (then its exit code)."""
-    with daemon_logging(log_format):
+def _daemon_output(
+    log_format: LogFormat, as_json: bool = False, verbosity: Verbosity = Verbosity.NORMAL
+) -> Iterator[None]:
+    """Log to stderr in ``log_format``; in JSON, a command's error is one JSON line too (then its exit code).
+
+    Asset bodies' records reach the same lines, named by asset and key (their ``asset`` and ``partition_key``).
+    """
+    with verbosity.applied(), daemon_logging(log_format) as handler:
+        handler.addFilter(_shows(verbosity))
         if log_format is LogFormat.TEXT:
             yield  # handles_errors reports errors as text
             return
@@ -85,17 +103,27 @@ def _announcer(log_format: LogFormat) -> Callable[[str], None] | None:
     help="On PostgreSQL, poll only (for connection poolers that do not pass LISTEN/NOTIFY through).",
 )
 @_log_format_option
+@log_options
 @handles_errors
 def serve(
-    entry: str, store_url: str | None, max_in_flight: int, poll_interval: float, no_listen: bool, log_format: str
+    entry: str,
+    store_url: str | None,
+    max_in_flight: int,
+    poll_interval: float,
+    no_listen: bool,
+    log_format: str,
+    verbose: bool,
+    quiet: bool,
+    capture_output: bool | None,
 ) -> None:
     """Process ENTRY's triggers continuously until SIGTERM or SIGINT (Ctrl-C).
 
-    Logs one line per consumer run start and one per end, with its outcome.
+    Logs one line per consumer run start and one per end, with its outcome,
+    and the consumer runs' asset log lines (INFO and up; -v, -q change it).
     """
     chosen = LogFormat(log_format)
-    with _daemon_output(chosen):
-        flows = load_trigger_flows(entry)
+    with _daemon_output(chosen, verbosity=Verbosity.of(verbose, quiet)):
+        flows = [with_capture_choice(flow, capture_output) for flow in load_trigger_flows(entry)]
         with opened_store(store_url, False, announce=_announcer(chosen)) as store:
             assert store is not None
             daemon = TriggerDaemon(
@@ -118,17 +146,28 @@ def serve(
     "--max-in-flight", type=click.IntRange(min=1), default=4, show_default=True, help="Consumer runs at once."
 )
 @_log_format_option
+@log_options
 @json_option
 @handles_errors
-def trigger(entry: str, once: bool, store_url: str | None, max_in_flight: int, log_format: str, as_json: bool) -> None:
+def trigger(
+    entry: str,
+    once: bool,
+    store_url: str | None,
+    max_in_flight: int,
+    log_format: str,
+    verbose: bool,
+    quiet: bool,
+    capture_output: bool | None,
+    as_json: bool,
+) -> None:
     """Evaluate ENTRY's triggers once and run the consumer runs that are due.
 
     Exits 1 when a consumer run failed; 2 or 4 (the gravest) when a flow's
     trigger failed or a claimed run could not start.
     """
     chosen = LogFormat(log_format)
-    with _daemon_output(chosen, as_json):
-        flows = load_trigger_flows(entry)
+    with _daemon_output(chosen, as_json, Verbosity.of(verbose, quiet)):
+        flows = [with_capture_choice(flow, capture_output) for flow in load_trigger_flows(entry)]
         with opened_store(store_url, False, announce=_announcer(chosen)) as store:
             assert store is not None
             daemon = TriggerDaemon(flows, store, max_in_flight=max_in_flight)

@@ -11,9 +11,8 @@ from typing import Any
 
 import click
 
-from partita.cli.common import STORABLE_TEXT, preview_store, reading_store
+from partita.cli.common import STORABLE_TEXT, no_run_store_error, preview_store, reading_store
 from partita.cli.entry import load_entry
-from partita.cli.runs import no_run_store_error
 from partita.errors import ConfigurationError
 from partita.flow import Flow
 from partita.operations.backfill import MissingSelection, plan_failed_from

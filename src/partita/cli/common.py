@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from partita.config import ProjectConfig, load_project_config, resolve_store_url
 from partita.definitions.launch import parse_tag
-from partita.errors import ConfigurationError, ExecutionError, MissingStoreError, PartitaError
+from partita.errors import ConfigurationError, ExecutionError, MissingStoreError, PartitaError, UnknownRunError
 from partita.partitions.base import storable_text_problem
 from partita.planning.selection import SelectionFields
 from partita.store import DEFAULT_STORE_URL, SqlStore, open_store, store_url_from_environment
@@ -206,6 +206,11 @@ def opened_store(
 def chosen_store_url(store_url: str | None) -> str:
     """--store, else $PARTITA_STORE, else the project configuration's ``store``, else the default."""
     return resolve_store_url(store_url, store_url_from_environment(), project_config(), DEFAULT_STORE_URL)
+
+
+def no_run_store_error(run_id: str, store_url: str | None) -> UnknownRunError:
+    """What `runs show`, `runs logs` and `--failed-from` say when the store that would hold the run does not exist."""
+    return UnknownRunError(f"no run with id {run_id!r}: no run-history store exists at {chosen_store_url(store_url)} yet")
 
 
 def project_config() -> ProjectConfig:

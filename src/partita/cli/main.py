@@ -8,16 +8,14 @@ infrastructure failure.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
+from partita.cli.attempt_logs import Verbosity, log_options
 from partita.cli.automation import flows, pending_document, render_pending, serve, trigger
 from partita.cli.backfill import backfill_options, backfill_plan, check_backfill_flags, preview_backfill
 from partita.cli.cancel import cancel
@@ -25,7 +23,6 @@ from partita.cli.common import (
     CLI_SELECTION_FIELDS,
     EXIT_ASSET_FAILED,
     EXIT_INTERRUPTED,
-    EXIT_TERMINATED,
     STORABLE_TEXT,
     emit_document,
     emit_json,
@@ -33,7 +30,6 @@ from partita.cli.common import (
     json_option,
     key_selection_options,
     opened_store,
-    project_config,
     reading_store,
     store_option,
     store_options,
@@ -41,19 +37,17 @@ from partita.cli.common import (
 )
 from partita.cli.entry import load_entry
 from partita.cli.events import events
-from partita.cli.progress import ProgressDisplay, ResultCapture
-from partita.cli.render import render_assets, render_known_partitions, render_partitions, render_plan, render_result
+from partita.cli.render import render_assets, render_known_partitions, render_partitions, render_plan
+from partita.cli.running import report_result, run_recorded
 from partita.cli.runs import runs
 from partita.cli.schedules import schedules
-from partita.cli.signals import Termination, cancel_on_sigterm
 from partita.cli.status import status
 from partita.cli.tables import cli_console
-from partita.definitions.launch import LaunchKind
 from partita.errors import ConfigurationError, UnknownPartitionError
 from partita.flow import Flow
 from partita.planning.lineage import GraphFormat, Lineage, render_lineage
 from partita.planning.plan import FlowPlan, describe_asset
-from partita.results.model import RunResult, RunStatus
+from partita.results.model import RunStatus
 from partita.version import __version__
 
 
@@ -342,6 +336,7 @@ def plan(
     "--tag", "tag_texts", multiple=True, metavar="KEY=VALUE", type=STORABLE_TEXT,
     help="Record this tag with the run (repeatable; added to the flow's own tags).",
 )
+@log_options
 @json_option
 @handles_errors
 def run(
@@ -354,14 +349,20 @@ def run(
     no_store: bool,
     record_partition_keys: bool | None,
     tag_texts: tuple[str, ...],
+    verbose: bool,
+    quiet: bool,
+    capture_output: bool | None,
     as_json: bool,
     **selection: Any,
 ) -> None:
     """Plan ENTRY, ask for approval, then run exactly that plan.
 
     The run is recorded in the run-history store as it progresses (see
-    --store); `partita runs` reads it back.
+    --store); `partita runs` reads it back. Asset bodies' log lines are
+    shown on stderr as they are logged (INFO and up; -v adds DEBUG, -q
+    keeps WARNING and up) and kept with their attempts (`partita runs logs`).
     """
+    verbosity = Verbosity.of(verbose, quiet)
     _check_approval(yes, as_json)
     tags = tags_of(tag_texts)
     check_backfill_flags(missing, failed_from, selection, no_store)
@@ -390,18 +391,12 @@ def run(
         if not yes and not click.confirm(f"Run {_attempts_phrase(flow_plan)}?", default=False, err=True):
             err.print("Declined; nothing ran.")
             return
-        capture = ResultCapture()
-        observers: list[Any] = [capture]
-        display = ProgressDisplay(err) if not as_json and err.is_terminal else None
-        if display is not None:
-            observers.append(display)
-        if record_partition_keys is None:
-            record_partition_keys = bool(project_config().record_partition_keys)
-        recorded = flow.with_store(store if store is not None else False, record_partition_keys=record_partition_keys)
-        result = _execute(recorded, flow_plan, observers, display, capture, err, as_json)
+        result = run_recorded(
+            flow, flow_plan, store, err, record_partition_keys, capture_output, verbosity, as_json
+        )
         if store is not None and not as_json:
             err.print(f"recorded as run {result.run_id} in {escape(store.url)}", highlight=False)
-    _report(result, flow_plan, as_json)
+    report_result(result, flow_plan, as_json)
     _exit_for(result.status)
 
 
@@ -425,53 +420,10 @@ def _check_approval(yes: bool, as_json: bool) -> None:
         raise ConfigurationError("partita run needs approval: pass --yes when not running on an interactive terminal")
 
 
-def _execute(
-    flow: Flow,
-    flow_plan: FlowPlan,
-    observers: list[Any],
-    display: ProgressDisplay | None,
-    capture: ResultCapture,
-    err: Console,
-    as_json: bool,
-) -> RunResult:
-    termination = Termination()
-    try:
-        with display if display is not None else contextlib.nullcontext():
-            # SIGINT: asyncio.run cancels the run, then raises KeyboardInterrupt.
-            # SIGTERM: cancel_on_sigterm cancels it, and CancelledError comes out.
-            running = flow.run_async(flow_plan, observers=observers, launched_by=LaunchKind.CLI)
-            result = asyncio.run(cancel_on_sigterm(running, termination))
-        if result.status is RunStatus.CANCELLED:
-            # Asked through the store (`partita runs cancel`): reported and exited like Ctrl-C.
-            err.print("[magenta]Cancelled on request:[/] no new work was admitted; unfinished attempts are cancelled.")
-        return result
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        pass
-    result = capture.result
-    cause = "Terminated" if termination.received else "Interrupted"
-    err.print(f"[magenta]{cause}:[/] no new work was admitted; unfinished attempts are cancelled.")
-    if result is not None:
-        _report(result, flow_plan, as_json)
-    sys.exit(EXIT_TERMINATED if termination.received else EXIT_INTERRUPTED)
-
-
 def _attempts_phrase(flow_plan: FlowPlan) -> str:
     if flow_plan.attempt_count is not None:
         return f"{flow_plan.attempt_count} attempts"
     return f"{flow_plan.known_attempt_count} attempts, plus the fan-out of the keys discovered while running"
-
-
-def _report(result: RunResult, flow_plan: FlowPlan, as_json: bool) -> None:
-    if as_json:
-        emit_document("run-result", {"plan": flow_plan.to_dict(), "result": result.to_record(version=1)})
-    else:
-        render_result(cli_console(), result)
-    if result.events_error is not None:
-        cli_console(stderr=True).print(
-            "[yellow]warning:[/] the events this run published could not be read back "
-            f"({escape(result.events_error.type)}); they are stored: see partita events list",
-            highlight=False,
-        )
 
 
 runs.add_command(cancel)

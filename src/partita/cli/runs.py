@@ -11,19 +11,20 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from partita.cli.attempt_logs import runs_logs
 from partita.cli.common import (
     STORABLE_TEXT,
     chosen_store_url,
     emit_document,
     handles_errors,
     json_option,
+    no_run_store_error,
     reading_store,
     since_time,
     store_option,
     tags_of,
 )
 from partita.cli.tables import cli_console, print_table
-from partita.errors import UnknownRunError
 from partita.results.attempts import attempt_never_started
 from partita.results.record import render_record
 from partita.store import StoredRun
@@ -66,11 +67,6 @@ def _launch_fields(run: StoredRun) -> dict[str, Any]:
     return {"launched_by": run.launched_by, "flow": run.flow_name, "tags": dict(run.tags)}
 
 
-def no_run_store_error(run_id: str, store_url: str | None) -> UnknownRunError:
-    """What `runs show` and `--failed-from` say when the store that would hold the run does not exist."""
-    return UnknownRunError(f"no run with id {run_id!r}: no run-history store exists at {chosen_store_url(store_url)} yet")
-
-
 def _styled(status: str) -> str:
     return f"[{_STYLE.get(status, 'white')}]{status.replace('_', ' ')}[/]"
 
@@ -93,7 +89,7 @@ def _seconds(value: float | None) -> str:
 
 @click.group()
 def runs() -> None:
-    """Inspect the run history: list, show and compare runs."""
+    """Inspect the run history: list, show and compare runs, and read their attempts' logs."""
 
 
 @runs.command("list")
@@ -325,3 +321,6 @@ def compare(first: str, second: str, store_url: str | None, as_json: bool) -> No
             escape("; ".join(row["changes"])) or "unchanged",
         )
     print_table(console, table)
+
+
+runs.add_command(runs_logs)

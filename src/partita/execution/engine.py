@@ -25,7 +25,9 @@ from partita.definitions.policies import ResourcePolicy
 from partita.errors import PartitaError
 from partita.events.emission import EventLog, MemoryEventLog, RunLiveness, catalog_of
 from partita.events.model import EmissionReceipt
+from partita.execution import log_capture
 from partita.execution.admission import bind_gates
+from partita.execution.attempt_logs import RunLogs
 from partita.execution.callbacks import AssetCallbacks, CallbackRunner, run_flow_callbacks
 from partita.execution.cancellation import RunCancellation
 from partita.execution.clock import Clock, SystemClock
@@ -73,6 +75,8 @@ class RunOptions:
     triggering_events: tuple[Any, ...] = ()
     #: A handle through which another thread may cancel the run (the store's journal, on request).
     cancellation: RunCancellation | None = None
+    #: Where the attempts' log records (and captured output) are kept; None keeps nothing.
+    logs: RunLogs | None = None
 
 
 class _Run:
@@ -116,6 +120,7 @@ class _Run:
             observers=self.observers,
             retry_history=retry_history,
             in_flight=self.invoker.in_flight,
+            logs=options.logs,
         )
         self.callbacks: CallbackRunner | None = None
         #: Whether the run may still be cancelled through `RunOptions.cancellation` (loop thread only).
@@ -165,6 +170,7 @@ class _Run:
             fan_out=readiness.fan_out,
             retry_history=retry_history,
             triggering_events=self.options.triggering_events,
+            logs=self.options.logs,
             succeeded=settlement.succeeded,
             failed=settlement.invocation_failed,
             fault=readiness.fault,
@@ -187,6 +193,9 @@ class _Run:
         journal = self.options.journal
         if journal is not None:
             journal.begin(self.run_id, self.plan, started_at)  # a refusal stops the run before any body
+        logs = self.options.logs
+        if logs is not None:
+            logs.annotate = log_capture.install(logs.capture)
         self.executor.start(loop, invoker.completed, self.max_concurrency)
         if self.observers:
             self.observers.emit(RunStarted(self.run_id, self.plan))
@@ -211,6 +220,8 @@ class _Run:
             self._cancellable = False
             if self.options.cancellation is not None:
                 self.options.cancellation.unbind()
+            if logs is not None:
+                log_capture.uninstall(logs.capture)
             self.liveness.ended = True
             self.dispatcher.cancel_timers()
             self.executor.shutdown(wait=0)

@@ -17,6 +17,7 @@ from typing import Any
 
 from partita.events.emission import Emitter, EventLog, LazyEmitter, RunLiveness, activate
 from partita.events.model import EmissionReceipt, SourceKind
+from partita.execution.attempt_logs import RunLogs
 from partita.execution.context import AssetContext
 from partita.execution.discovery import DiscoveryCollector, FanOut, run_discovering_body, run_discovering_body_async
 from partita.execution.dispatch import Dispatcher
@@ -24,6 +25,7 @@ from partita.execution.events import AttemptStarted, ObserverFanout
 from partita.execution.executors import Executor
 from partita.execution.graph import Edge, TaskState, Token
 from partita.execution.inputs import PartitionedOutputs
+from partita.execution.log_capture import RemoteOutcome, wrap_body
 from partita.execution.workers import Completion
 from partita.results.model import Invocation
 
@@ -119,6 +121,7 @@ class Invoker:
         "_fan_out",
         "_retry_history",
         "_triggering_events",
+        "_logs",
         "_dispatcher",
         "_succeeded",
         "_failed",
@@ -136,6 +139,7 @@ class Invoker:
         fan_out: FanOut | None,
         retry_history: Mapping[Token, list[Invocation]],
         triggering_events: tuple[Any, ...],
+        logs: RunLogs | None,
         succeeded: Outcome,
         failed: Outcome,
         fault: Callable[[BaseException], None],
@@ -155,6 +159,7 @@ class Invoker:
         self._fan_out = fan_out
         self._retry_history = retry_history
         self._triggering_events = triggering_events
+        self._logs = logs
         self._dispatcher = dispatcher
         self._succeeded = succeeded
         self._failed = failed
@@ -181,6 +186,12 @@ class Invoker:
             collector = self._fan_out.collector_for(task)
             runner = run_discovering_body_async if definition.is_async else run_discovering_body
             fn = functools.partial(runner, definition.fn, collector)
+        if self._logs is not None:
+            fn = wrap_body(
+                self._logs, task.name, key_index, task.keys[key_index], invocation, fn,
+                is_async=definition.is_async, remote=self._runs_async_bodies,
+                format_key=None if definition.partition_def is None else definition.partition_def.format_key,
+            )
         if definition.context_parameter is not None:
             kwargs[definition.context_parameter] = self._context(task, key_index, invocation, emitter, collector)
         if self._observers:
@@ -246,6 +257,8 @@ class Invoker:
         try:
             for token, succeeded, value, started, finished in batch:
                 task, key_index = token
+                if type(value) is RemoteOutcome:
+                    succeeded, value = self._remote(task, key_index, value)
                 self.in_flight.pop(token, None)
                 dispatcher.running -= 1
                 if not from_loop:
@@ -264,6 +277,12 @@ class Invoker:
             # A scheduler fault must end the run loudly, never leave it waiting.
             self._fault(exc)
             raise
+
+    def _remote(self, task: TaskState, key_index: int, outcome: RemoteOutcome) -> tuple[bool, Any]:
+        """A worker process's outcome: its lines join the attempt's log here."""
+        if self._logs is not None:
+            self._logs.merge(task.name, key_index, outcome.lines)
+        return not outcome.raised, outcome.value
 
     def cancel_async_bodies(self) -> None:
         for body in list(self.async_bodies):

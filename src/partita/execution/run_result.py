@@ -16,6 +16,7 @@ from typing import Any
 from partita.events.emission import EventLog, RunLiveness
 from partita.events.model import EmissionReceipt
 from partita.execution.admission import ResourceGate
+from partita.execution.attempt_logs import RunLogs
 from partita.execution.discovery import FanOut
 from partita.execution.events import AttemptFinished, ObserverFanout
 from partita.execution.graph import TaskState, Token
@@ -55,6 +56,7 @@ class RunResultBuilder:
         observers: ObserverFanout,
         retry_history: Mapping[Token, list[Invocation]],
         in_flight: Mapping[Token, float],
+        logs: RunLogs | None = None,
     ) -> None:
         self._plan = plan
         self._tasks = tasks
@@ -67,6 +69,7 @@ class RunResultBuilder:
         self._observers = observers
         self._retry_history = retry_history
         self._in_flight = in_flight
+        self._logs = logs
 
     def build(self, started_at: dt.datetime, callback_errors: Sequence[CallbackError]) -> RunResult:
         tasks: dict[str, TaskResult] = {}
@@ -97,6 +100,7 @@ class RunResultBuilder:
             events_error=events_error,
             receipts=tuple(self._receipts),
             discoveries={} if self._fan_out is None else dict(self._fan_out.discoveries),
+            attempt_logs={} if self._logs is None else self._logs.snapshot(),
         )
 
     def _published_events(self) -> tuple[tuple[Any, ...], FailureInfo | None]:

@@ -25,6 +25,7 @@ from partita.results.attempts import (
     SkipReason,
     task_never_started,
 )
+from partita.results.logs import LogLine
 from partita.results.record import run_record
 
 __all__ = [
@@ -145,11 +146,14 @@ class RunResult:
     #: Why `events` is empty although the run published events: reading them back
     #: failed. The run's outcome and its recording do not depend on that read.
     events_error: FailureInfo | None = field(default=None, repr=False)
+    #: (asset, attempt index) -> the attempt's kept log lines; application data, never in a record.
+    attempt_logs: Mapping[tuple[str, int], tuple[LogLine, ...]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", MappingProxyType(dict(self.tasks)))
         object.__setattr__(self, "resources", MappingProxyType(dict(self.resources)))
         object.__setattr__(self, "discoveries", MappingProxyType(dict(self.discoveries)))
+        object.__setattr__(self, "attempt_logs", MappingProxyType(dict(self.attempt_logs)))
 
     def __repr__(self) -> str:
         # A summary: a full repr of a 300,000-attempt run would be enormous.
@@ -184,6 +188,22 @@ class RunResult:
         rejects is a `SelectionError` naming the rule; a valid key this run
         did not attempt is a ``LookupError``.
         """
+        attempt = self._attempt(asset_name, partition_key)
+        if attempt.status is not AttemptStatus.SUCCESS:
+            raise LookupError(f"asset {asset_name!r} attempt did not succeed ({attempt.status.value})")
+        return attempt.output
+
+    def logs(self, asset_name: str, partition_key: Any = None) -> tuple[LogLine, ...]:
+        """The log lines one attempt kept (``partition_key`` as `output` takes it), in order.
+
+        Records of ``context.logger`` and, with output capture, stdout and
+        stderr lines; a `LogStream.CUT` line stands for the lines cut
+        between the head and the tail. Empty for an attempt that logged nothing.
+        """
+        attempt = self._attempt(asset_name, partition_key)
+        return self.attempt_logs.get((asset_name, attempt.index), ())
+
+    def _attempt(self, asset_name: str, partition_key: Any) -> AttemptResult:
         task = self.tasks[asset_name]
         definition = self.plan.selection.definition
         wanted = None
@@ -197,9 +217,7 @@ class RunResult:
             wanted = definition.key_identity(key)
         for attempt in task.attempts:
             if wanted is None or definition.key_identity(attempt.partition_key) == wanted:  # type: ignore[union-attr]
-                if attempt.status is not AttemptStatus.SUCCESS:
-                    raise LookupError(f"asset {asset_name!r} attempt did not succeed ({attempt.status.value})")
-                return attempt.output
+                return attempt
         raise LookupError(f"asset {asset_name!r} has no attempt for that partition key")
 
     def _partitioned_task(self, asset_name: str) -> TaskResult:

@@ -28,6 +28,7 @@ from typing import Any
 
 from partita.definitions.launch import RunLaunch
 from partita.events.model import EventDraft, EventSource, SourceKind
+from partita.execution.attempt_logs import RunLogs
 from partita.execution.cancellation import RunCancellation
 from partita.execution.events import AttemptFinished, AttemptRetrying, AttemptStarted, ExecutionEvent
 from partita.planning.plan import FlowPlan
@@ -127,9 +128,14 @@ class StoreJournal:
         record_partition_keys: bool = False,
         launch: RunLaunch | None = None,
         cancellation: RunCancellation | None = None,
+        logs: RunLogs | None = None,
     ) -> None:
         self._store = store
         self._cancellation = cancellation
+        #: The run's attempt logs: their lines ride along with each flush.
+        self._logs = logs
+        if logs is not None:
+            logs.keep_for_store()
         self._record_keys = record_partition_keys
         self._launch = launch if launch is not None else RunLaunch()
         # Appended on the scheduler thread, drained by the flusher: deque
@@ -200,7 +206,12 @@ class StoreJournal:
         for position, progress in enumerate(batches):
             try:
                 self._store.record_progress(
-                    progress.attempts, self._run_id, new=progress.new, outlets=progress.outlets
+                    progress.attempts,
+                    self._run_id,
+                    new=progress.new,
+                    outlets=progress.outlets,
+                    replay=progress.replay,
+                    logs=progress.logs,
                 )
             except BaseException:
                 # The write may or may not have committed: replayed idempotently.
@@ -208,6 +219,18 @@ class StoreJournal:
                 raise
 
     def _take_progress(self) -> list[ProgressBatch]:
+        """The buffered events and log lines as rows to write, in as few transactions as there are batches."""
+        progress = self._take_attempts()
+        logs = self._logs.drain() if self._logs is not None else None
+        if logs:
+            # The lines join the last batch: a flush costs no extra transaction for them.
+            if progress:
+                progress[-1] = dataclasses.replace(progress[-1], logs=logs)
+            else:
+                progress.append(ProgressBatch((), logs=logs))
+        return progress
+
+    def _take_attempts(self) -> list[ProgressBatch]:
         """The buffered events as rows to write: new attempts (bulk insert) and updates."""
         buffer = self._buffer
         if not buffer:

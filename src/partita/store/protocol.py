@@ -16,6 +16,8 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from partita.definitions.launch import RunLaunch, Tags
 from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, SourceKind
+from partita.execution.attempt_logs import LogBatch
+from partita.results.logs import LogLine
 from partita.results.record import AttemptRecord, RunHeader, TaskRecord
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "EventStore",
     "KeyAttempts",
     "LastSuccess",
+    "LogQuery",
     "PartitionRecord",
     "PartitionRegistry",
     "ProgressBatch",
@@ -33,6 +36,7 @@ __all__ = [
     "RunHistory",
     "RunStart",
     "Store",
+    "StoredLogLine",
     "StoredRun",
 ]
 
@@ -72,6 +76,34 @@ class ProgressBatch:
     outlets: Sequence[EventDraft] = ()
     #: An earlier write of this batch failed with an unknown outcome: write it idempotently.
     replay: bool = False
+    #: Attempt log lines (and cuts) written in the same transaction.
+    logs: LogBatch | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogQuery:
+    """Which of a run's log lines `RunHistory.attempt_logs` returns: all given conditions hold.
+
+    ``after_id`` returns only lines written after that one (following a
+    run); ``partition_key`` needs keys recorded with the run; ``min_level``
+    keeps records at or above a `logging` level, and every output line and
+    cut marker.
+    """
+
+    asset: str | None = None
+    partition_key: str | None = None
+    min_level: int | None = None
+    after_id: int = 0
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredLogLine:
+    """A log line read back: its write-order ``id`` and its attempt's key text when keys were recorded."""
+
+    id: int
+    line: LogLine
+    partition_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,8 +266,9 @@ class RunHistory(Protocol):
         new: bool = False,
         outlets: Sequence[EventDraft] = (),
         replay: bool = False,
+        logs: LogBatch | None = None,
     ) -> None:
-        """Write attempts (running or terminal), their invocations and outlet events, in one transaction.
+        """Write attempts (running or terminal), their invocations, outlet events and log lines, in one transaction.
 
         ``new=True`` promises none of the attempts was written before, which
         lets the store use its fastest bulk insert; otherwise rows are upserted.
@@ -280,6 +313,10 @@ class RunHistory(Protocol):
 
     def cancel_requests(self, run_ids: Sequence[str]) -> frozenset[str]:
         """Which of these runs another process asked to cancel: the one query an owner polls."""
+        ...
+
+    def attempt_logs(self, run_id: str, query: LogQuery = LogQuery()) -> list[StoredLogLine]:
+        """The run's kept log lines matching ``query``, in write order; `UnknownRunError` for an unknown run."""
         ...
 
     def unkeyed_attempts(self, asset: str) -> KeyAttempts:

@@ -18,7 +18,9 @@ from sqlalchemy import Connection, func, select
 from partita.definitions.launch import Tags
 from partita.errors import UnknownRunError
 from partita.events.model import EventDraft, SourceKind
+from partita.execution.attempt_logs import LogBatch
 from partita.results.record import AttemptRecord, TaskRecord
+from partita.store.attempt_log_rows import read_logs, write_logs
 from partita.store.attempt_states import read_key_attempts, read_unkeyed_attempts
 from partita.store.database import Database
 from partita.store.liveness import owner_is_alive
@@ -26,10 +28,12 @@ from partita.store.protocol import (
     CancelOutcome,
     CancelRequest,
     KeyAttempts,
+    LogQuery,
     ProgressBatch,
     RunEnd,
     RunFilter,
     RunStart,
+    StoredLogLine,
     StoredRun,
 )
 from partita.store.retries import retry_transient
@@ -116,11 +120,12 @@ class SqlRunHistory:
         new: bool = False,
         outlets: Sequence[EventDraft] = (),
         replay: bool = False,
+        logs: LogBatch | None = None,
     ) -> None:
-        """Write attempts (running or terminal), their invocations and outlet events, in one transaction."""
-        if not records:
+        """Write attempts (running or terminal), their invocations, outlet events and log lines, in one transaction."""
+        if not records and not logs:
             return
-        batch = ProgressBatch(records, new, outlets, replay)
+        batch = ProgressBatch(records, new, outlets, replay, logs)
 
         def write(number: int) -> None:
             with self._database.write() as connection:
@@ -137,10 +142,13 @@ class SqlRunHistory:
         and outlet events already stored for their attempt are left out.
         """
         replay = batch.replay
+        database = self._database
+        if batch.logs:
+            # Before the attempts: the lines a body logged are stored no later than its outcome.
+            write_logs(database, connection, run_id, batch.logs, replay)
         attempt_rows, invocation_rows = progress_rows(run_id, batch.attempts)
         if not attempt_rows:
             return
-        database = self._database
         if batch.new and not replay:
             database.insert(connection, attempts, attempt_rows)
             if invocation_rows:
@@ -370,3 +378,9 @@ class SqlRunHistory:
         """An unpartitioned asset's newest failure and success (among its newest runs) and a live run of it."""
         with self._failures("read the attempts of an asset"):
             return retry_transient(lambda _: read_unkeyed_attempts(self._database, asset, self.status))
+
+    def attempt_logs(self, run_id: str, query: LogQuery = LogQuery()) -> list[StoredLogLine]:
+        """The run's kept log lines matching ``query``, in write order; `UnknownRunError` for an unknown run."""
+        with self._failures("read the run's logs"), self._connect() as connection:
+            row = self._find(connection, run_id)
+            return read_logs(connection, row.run_id, query)

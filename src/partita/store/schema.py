@@ -134,6 +134,9 @@ attempts = Table(
 )
 
 #: Log records and captured output of attempts, one row per line; ``id`` orders a run's lines.
+#: One index: a line is written once per attempt that logs, and each index
+#: costs every insert; reading a run (and following it by ``id``) goes
+#: through the run's rows of the attempt index, the primary key orders them.
 attempt_logs = Table(
     "partita_attempt_logs",
     metadata,
@@ -148,7 +151,6 @@ attempt_logs = Table(
     Column("level", Integer),  # a logging level; null for captured output
     Column("logger", Text),
     Column("message", Text, nullable=False),
-    Index("ix_partita_attempt_logs_run", "run_id", "id"),
     Index("ix_partita_attempt_logs_attempt", "run_id", "asset", "idx", "seq"),
 )
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from sqlalchemy import Engine
 
 from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, SourceKind
+from partita.execution.attempt_logs import LogBatch
 from partita.results.record import AttemptRecord, TaskRecord
 from partita.store.database import Database
 from partita.store.event_store import SqlEventStore
@@ -22,11 +23,13 @@ from partita.store.protocol import (
     CancelRequest,
     KeyAttempts,
     LastSuccess,
+    LogQuery,
     PartitionRecord,
     ProgressBatch,
     RunEnd,
     RunFilter,
     RunStart,
+    StoredLogLine,
     StoredRun,
 )
 from partita.store.run_history import SqlRunHistory
@@ -98,9 +101,10 @@ class SqlStore:
         new: bool = False,
         outlets: Sequence[EventDraft] = (),
         replay: bool = False,
+        logs: LogBatch | None = None,
     ) -> None:
-        """Write attempts, their invocations and outlet events, in one transaction."""
-        self.run_history.record_progress(records, run_id, new=new, outlets=outlets, replay=replay)
+        """Write attempts, their invocations, outlet events and log lines, in one transaction."""
+        self.run_history.record_progress(records, run_id, new=new, outlets=outlets, replay=replay, logs=logs)
 
     def record_heartbeat(self, run_id: str, at: float) -> None:
         """Tell other hosts the run's owner is alive at ``at``."""
@@ -139,6 +143,10 @@ class SqlStore:
     def cancel_requests(self, run_ids: Sequence[str]) -> frozenset[str]:
         """Which of these runs another process asked to cancel."""
         return self.run_history.cancel_requests(run_ids)
+
+    def attempt_logs(self, run_id: str, query: LogQuery = LogQuery()) -> list[StoredLogLine]:
+        """The run's kept log lines matching ``query``, in write order; `UnknownRunError` for an unknown run."""
+        return self.run_history.attempt_logs(run_id, query)
 
     # -- events --------------------------------------------------------------------
 

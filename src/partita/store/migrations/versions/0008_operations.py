@@ -12,7 +12,9 @@
   any other process); the process running the run polls it and cancels.
 - ``partita_attempt_logs``: the log records (and captured output) of each
   attempt, one row per line, bounded per attempt by the writer; ``id`` gives
-  a run's lines in write order for ``runs logs --follow``.
+  a run's lines in write order for ``runs logs --follow``. One index, by
+  attempt and line number (cuts delete ranges of it; a run's lines are
+  found through its prefix): each index costs every line's insert.
 
 Revision ID: 0008
 Revises: 0007
@@ -63,13 +65,11 @@ def upgrade() -> None:
         sa.Column("logger", sa.Text),
         sa.Column("message", sa.Text, nullable=False),
     )
-    op.create_index("ix_partita_attempt_logs_run", "partita_attempt_logs", ["run_id", "id"])
     op.create_index("ix_partita_attempt_logs_attempt", "partita_attempt_logs", ["run_id", "asset", "idx", "seq"])
 
 
 def downgrade() -> None:
     op.drop_index("ix_partita_attempt_logs_attempt", "partita_attempt_logs")
-    op.drop_index("ix_partita_attempt_logs_run", "partita_attempt_logs")
     op.drop_table("partita_attempt_logs")
     with op.batch_alter_table("partita_runs") as table:
         table.drop_column("cancel_requested_at")
