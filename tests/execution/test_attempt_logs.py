@@ -12,6 +12,7 @@ import asyncio
 import logging
 import threading
 import time
+
 import pytest
 
 import partita as p

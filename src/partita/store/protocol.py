@@ -315,7 +315,7 @@ class RunHistory(Protocol):
         """Which of these runs another process asked to cancel: the one query an owner polls."""
         ...
 
-    def attempt_logs(self, run_id: str, query: LogQuery = LogQuery()) -> list[StoredLogLine]:
+    def attempt_logs(self, run_id: str, query: LogQuery | None = None) -> list[StoredLogLine]:
         """The run's kept log lines matching ``query``, in write order; `UnknownRunError` for an unknown run."""
         ...
 

@@ -379,8 +379,8 @@ class SqlRunHistory:
         with self._failures("read the attempts of an asset"):
             return retry_transient(lambda _: read_unkeyed_attempts(self._database, asset, self.status))
 
-    def attempt_logs(self, run_id: str, query: LogQuery = LogQuery()) -> list[StoredLogLine]:
+    def attempt_logs(self, run_id: str, query: LogQuery | None = None) -> list[StoredLogLine]:
         """The run's kept log lines matching ``query``, in write order; `UnknownRunError` for an unknown run."""
         with self._failures("read the run's logs"), self._connect() as connection:
             row = self._find(connection, run_id)
-            return read_logs(connection, row.run_id, query)
+            return read_logs(connection, row.run_id, LogQuery() if query is None else query)

@@ -144,7 +144,7 @@ class SqlStore:
         """Which of these runs another process asked to cancel."""
         return self.run_history.cancel_requests(run_ids)
 
-    def attempt_logs(self, run_id: str, query: LogQuery = LogQuery()) -> list[StoredLogLine]:
+    def attempt_logs(self, run_id: str, query: LogQuery | None = None) -> list[StoredLogLine]:
         """The run's kept log lines matching ``query``, in write order; `UnknownRunError` for an unknown run."""
         return self.run_history.attempt_logs(run_id, query)
 
