@@ -409,7 +409,8 @@ def test_schedules_show_the_last_handled_tick_and_the_pause_state(tmp_path: Path
     paused = CliRunner().invoke(cli, ["flows", "pause", "quarter", "--entry", str(entry), "--store", url])
     assert paused.exit_code == 0, paused.output
     # Catch-up "latest": of every hour since 2024 only the last one runs, and its event starts `follows`.
-    assert _trigger_once(str(entry), url) == 2
+    # A pass that crosses the top of an hour also handles the new tick (and its follower): 4.
+    assert _trigger_once(str(entry), url) in (2, 4)
 
     hourly, quarter = _schedules(str(entry), url)["flows"]
 
