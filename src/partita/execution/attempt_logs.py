@@ -126,6 +126,8 @@ class AttemptLog:
         if len(message) > run.line_chars:
             message = _shortened(message, run.line_chars)
         seq = self.seq = self.seq + 1
+        if seq == 1:  # the attempt's first line: from now on the run keeps its log
+            run._attempts.setdefault((self.asset, self.index), self)
         line = LogLine(self.asset, self.index, self.invocation, seq, at, stream, level, logger, message)
         if seq <= run.head:
             # A tuple, not a list: once its lines are, it is no object for the garbage collector to visit.
@@ -232,10 +234,14 @@ class RunLogs:
         invocation: int,
         format_key: Callable[[Any], str] | None = None,
     ) -> AttemptLog:
-        """The attempt's log (one per attempt, shared by its retries), set to this invocation."""
+        """The attempt's log (one per attempt, shared by its retries), set to this invocation.
+
+        The run keeps a log only from its first line on: most bodies log
+        nothing, and a log kept per attempt would double a run's memory.
+        """
         log = self._attempts.get((asset, index))
         if log is None:
-            log = self._attempts[(asset, index)] = AttemptLog(self, asset, index, partition_key, format_key)
+            log = AttemptLog(self, asset, index, partition_key, format_key)
         log.invocation = invocation
         return log
 
@@ -258,17 +264,16 @@ class RunLogs:
             finally:
                 current_attempt_log.reset(token)
 
-    def merge(self, asset: str, index: int, lines: Sequence[LogLine]) -> None:
+    def merge(self, log: AttemptLog, lines: Sequence[LogLine]) -> None:
         """Lines a worker process kept, added to the attempt's log here (numbered and bounded anew)."""
-        log = self._attempts.get((asset, index))
-        if log is None:
-            return
         for line in lines:
             if line.stream == LogStream.CUT:
                 log.skip(int(line.message.split(" ", 1)[0]), line.at)
             else:
                 log.invocation = line.invocation
                 log.add(line.stream, line.level, line.logger, line.message, line.at)
+        if log.seq:  # a cut alone (no head kept) registers no line: the log is kept all the same
+            self._attempts.setdefault((log.asset, log.index), log)
 
     def drain(self) -> LogBatch:
         """The lines logged since the last drain that are still kept, and the cuts that grew."""

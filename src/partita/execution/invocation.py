@@ -280,8 +280,13 @@ class Invoker:
 
     def _remote(self, task: TaskState, key_index: int, outcome: RemoteOutcome) -> tuple[bool, Any]:
         """A worker process's outcome: its lines join the attempt's log here."""
-        if self._logs is not None:
-            self._logs.merge(task.name, key_index, outcome.lines)
+        if self._logs is not None and outcome.lines:
+            definition = task.definition
+            log = self._logs.for_attempt(
+                task.name, key_index, task.keys[key_index], outcome.lines[0].invocation,
+                None if definition.partition_def is None else definition.partition_def.format_key,
+            )
+            self._logs.merge(log, outcome.lines)
         return not outcome.raised, outcome.value
 
     def cancel_async_bodies(self) -> None:
