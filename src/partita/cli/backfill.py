@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from partita.cli.common import STORABLE_TEXT, no_run_store_error, preview_store, reading_store
+from partita.cli.common import STORABLE_TEXT, no_run_store_error, preview_store, reading_store, refuse_combined
 from partita.cli.entry import load_entry
 from partita.errors import ConfigurationError
 from partita.flow import Flow
@@ -49,19 +49,14 @@ def check_backfill_flags(missing: bool, failed_from: str | None, selection: dict
         raise ConfigurationError(f"{flag} selects keys from the store's history; it cannot be combined with --no-store")
     if failed_from is None:
         return
-    given = [
-        option
-        for option, value in (
+    refuse_combined(
+        (
             ("--partition-key", selection.get("partition_keys")),
             ("--partition-range", selection.get("partition_range")),
             ("--empty-partitions", selection.get("empty_partitions")),
-        )
-        if value
-    ]
-    if given:
-        raise ConfigurationError(
-            f"{FAILED_FROM_FLAG} selects the keys that run failed; {', '.join(given)} cannot be combined with it"
-        )
+        ),
+        f"{FAILED_FROM_FLAG} selects the keys that run failed",
+    )
 
 
 def backfill_plan(

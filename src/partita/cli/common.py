@@ -8,7 +8,7 @@ import functools
 import json
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -251,6 +251,13 @@ def preview_store(store_url: str | None) -> Iterator[SqlStore]:
         yield empty
     finally:
         empty.close()
+
+
+def refuse_combined(flags: Iterable[tuple[str, object]], purpose: str) -> None:
+    """Refuse the flags given (a truthy value) beside one that ``purpose`` describes, naming each of them."""
+    given = [flag for flag, value in flags if value]
+    if given:
+        raise ConfigurationError(f"{purpose}; {', '.join(given)} cannot be combined with it")
 
 
 def tags_of(texts: tuple[str, ...]) -> dict[str, str]:

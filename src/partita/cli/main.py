@@ -31,6 +31,7 @@ from partita.cli.common import (
     key_selection_options,
     opened_store,
     reading_store,
+    refuse_combined,
     store_option,
     store_options,
     tags_of,
@@ -247,9 +248,8 @@ def _make_plan(
 
 def _check_pending_alone(targets: tuple[str, ...], selection: dict[str, Any]) -> None:
     """--pending previews what the triggers select; a selection of its own would be silently ignored."""
-    given = [
-        option
-        for option, value in (
+    refuse_combined(
+        (
             ("--target", targets),
             ("--partition-key", selection["partition_keys"]),
             ("--partition-range", selection["partition_range"]),
@@ -257,13 +257,9 @@ def _check_pending_alone(targets: tuple[str, ...], selection: dict[str, Any]) ->
             ("--max-concurrency", selection["max_concurrency"] is not None),
             ("--missing", selection.get("missing")),
             ("--failed-from", selection.get("failed_from")),
-        )
-        if value
-    ]
-    if given:
-        raise ConfigurationError(
-            f"--pending previews what ENTRY's triggers would start; {', '.join(given)} cannot be combined with it"
-        )
+        ),
+        "--pending previews what ENTRY's triggers would start",
+    )
 
 
 @cli.command()

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from partita.definitions.definition import AssetDefinition
 from partita.events.emission import Emitter, EventLog, LazyEmitter, RunLiveness, activate
 from partita.events.model import EmissionReceipt, SourceKind
 from partita.execution.attempt_logs import RunLogs
@@ -53,6 +54,11 @@ def inputs_for(task: TaskState, key_index: int) -> dict[str, Any]:
     return kwargs
 
 
+
+def _key_formatter(definition: AssetDefinition) -> Callable[[Any], str] | None:
+    """How an asset's keys become canonical text (None: unpartitioned)."""
+    return None if definition.partition_def is None else definition.partition_def.format_key
+
 class RunEmitters:
     """Builds the emitters of one run: an attempt's (body or callback) and the flow's callbacks'."""
 
@@ -75,7 +81,6 @@ class RunEmitters:
         self._liveness = liveness
 
     def for_attempt(self, task: TaskState, key_index: int, invocation: int, role: str = "body") -> Emitter:
-        partition_def = task.definition.partition_def
         return Emitter(
             self._event_log,
             self._catalog,
@@ -85,7 +90,7 @@ class RunEmitters:
             task.partitioned,
             invocation,
             task.keys[key_index],
-            None if partition_def is None else partition_def.format_key,
+            _key_formatter(task.definition),
             self._receipts,
             self._store_url,
             role,
@@ -190,7 +195,7 @@ class Invoker:
             fn = wrap_body(
                 self._logs, task.name, key_index, task.keys[key_index], invocation, fn,
                 is_async=definition.is_async, remote=self._runs_async_bodies,
-                format_key=None if definition.partition_def is None else definition.partition_def.format_key,
+                format_key=_key_formatter(definition),
             )
         if definition.context_parameter is not None:
             kwargs[definition.context_parameter] = self._context(task, key_index, invocation, emitter, collector)
@@ -281,10 +286,9 @@ class Invoker:
     def _remote(self, task: TaskState, key_index: int, outcome: RemoteOutcome) -> tuple[bool, Any]:
         """A worker process's outcome: its lines join the attempt's log here."""
         if self._logs is not None and outcome.lines:
-            definition = task.definition
             log = self._logs.for_attempt(
                 task.name, key_index, task.keys[key_index], outcome.lines[0].invocation,
-                None if definition.partition_def is None else definition.partition_def.format_key,
+                _key_formatter(task.definition),
             )
             self._logs.merge(log, outcome.lines)
         return not outcome.raised, outcome.value
