@@ -25,9 +25,12 @@ LAYERS = {
     "config": 8,
     "automation": 9,
     "operations": 9,
-    "cli": 10,
-    "__main__": 11,
-    "partita": 11,
+    "entry": 10,
+    "documents": 10,
+    "cli": 11,
+    "ui": 11,
+    "__main__": 12,
+    "partita": 12,
 }
 #: The references that point upward, each narrow (see docs/architecture.md).
 UPWARD = {

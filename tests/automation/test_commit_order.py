@@ -25,7 +25,7 @@ import pytest
 
 from partita.automation.evaluation import TriggerEvaluator
 from partita.cli.automation import pending_document
-from partita.cli.entry import load_trigger_flows
+from partita.entry import load_trigger_flows
 from partita.store.sql import SqlStore
 
 from .conftest import ENTRY, process, publish, runs_per_key, wait_for

@@ -19,7 +19,7 @@ from sqlalchemy import update
 import partita.automation.evaluation as evaluation
 from partita.automation.daemon import TriggerDaemon
 from partita.automation.evaluation import TriggerEvaluator, run_request
-from partita.cli.entry import load_trigger_flows
+from partita.entry import load_trigger_flows
 from partita.store.schema import trigger_requests
 from partita.store.sql import SqlStore
 from partita.store.triggers import EventPosition, TriggerStore

@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from partita.automation.daemon import TriggerDaemon, json_log_handler
-from partita.cli.entry import load_trigger_flows
 from partita.cli.main import cli
+from partita.entry import load_trigger_flows
 from partita.store import open_store
 from partita.store.sql import SqlStore
 

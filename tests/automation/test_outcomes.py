@@ -268,7 +268,7 @@ def test_serve_rejects_an_unknown_log_format(tmp_path: Path) -> None:
 
 def _publish_hours(url: str, entry: str, *hours: str) -> None:
     import partita as p
-    from partita.cli.entry import load_trigger_flows
+    from partita.entry import load_trigger_flows
 
     (flow,) = load_trigger_flows(entry)
     with closing(SqlStore(url)) as store:

@@ -27,8 +27,8 @@ from partita import CronPartitions, OnAssetEvents
 from partita.automation.daemon import TriggerDaemon
 from partita.automation.evaluation import TriggerEvaluator, run_request
 from partita.cli.automation import pending_document
-from partita.cli.entry import load_trigger_flows
 from partita.cli.main import cli
+from partita.entry import load_trigger_flows
 from partita.errors import DefinitionError, StoreError
 from partita.store.schema import trigger_requests
 from partita.store.sql import SqlStore

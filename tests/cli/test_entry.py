@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from partita import DefinitionError, EntryLoadError, Flow, default_registry
-from partita.cli.entry import load_entry
+from partita.entry import load_entry
 
 from ._sources import DAILY_PIPELINE, UNPARTITIONED_PIPELINE
 

@@ -157,7 +157,7 @@ def test_selection_errors_on_the_cli_name_the_flags_typed_not_config_fields(
 
 
 def test_selection_errors_in_python_keep_the_config_field_names(tmp_path: Path, selection_entry: str) -> None:
-    from partita.cli.entry import load_entry
+    from partita.entry import load_entry
     from partita.errors import SelectionError
 
     flow = load_entry(selection_entry)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from partita.automation.triggers import OnAssetEvents
-from partita.cli.entry import load_registry, load_trigger_flows
+from partita.entry import load_registry, load_trigger_flows
 from partita.errors import EntryLoadError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -28,7 +28,7 @@ from partita import (
     asset,
     open_store,
 )
-from partita.cli.entry import load_entry
+from partita.entry import load_entry
 
 KEYS = {"partition_keys": ["2026-08-08"]}
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import logging
 import signal
 import sys
@@ -16,8 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from partita.automation.daemon import FlowFailure, TriggerDaemon
-from partita.automation.evaluation import TriggerEvaluator, UpstreamProgress
+from partita.automation.daemon import TriggerDaemon
 from partita.automation.logs import LogFormat, daemon_logging
 from partita.cli.attempt_logs import Verbosity, log_options, with_capture_choice
 from partita.cli.common import (
@@ -32,8 +30,9 @@ from partita.cli.common import (
     store_option,
     unexpected_error,
 )
-from partita.cli.entry import load_trigger_flows
 from partita.cli.failures import render_failures
+from partita.documents.pending import pending_body
+from partita.entry import load_trigger_flows
 from partita.errors import ConfigurationError, PartitaError, StoreError
 from partita.execution.log_capture import ASSET_LOGGER
 from partita.store.triggers import TriggerStore
@@ -221,70 +220,8 @@ def _report_pass(daemon: TriggerDaemon, started: int, log_format: LogFormat, as_
 def pending_document(entry: str, store_url: str | None) -> dict[str, Any]:
     """What `plan --pending` shows: due requests and waiting keys, without starting or recording anything."""
     flows = load_trigger_flows(entry)
-    documents = []
-    now = time.time()
     with preview_store(store_url) as store:
-        triggers = TriggerStore(store)
-        for flow in flows:
-            evaluator = TriggerEvaluator(flow, store)
-            due = evaluator.due_requests(now, record=False)
-            recorded = {request.partition_key: request for request in due}
-            unready = triggers.requests(flow.name, ("pending", "abandoned"))  # one read for both lists below
-            backing_off = [r for r in unready if r.status == "pending" and (r.not_before or 0) > now]
-            document: dict[str, Any] = {
-                "flow": flow.name,
-                "trigger": flow.trigger.describe(),  # type: ignore[union-attr]
-                "paused": triggers.is_paused(flow.name),
-                "would_start": sorted(recorded),
-                "waiting": [],
-                "waiting_progress": [],
-                "rejected_events": [],
-                "error": None,
-                "follow_ups": [
-                    {"partition_key": r.partition_key, "interrupted_run": r.run_id, "try": r.tries + 1}
-                    for r in due
-                    if r.interrupted
-                ],
-                "retrying": [
-                    {
-                        "partition_key": r.partition_key,
-                        "start_failures": r.start_failures,
-                        "retry_at": dt.datetime.fromtimestamp(r.not_before or now, dt.UTC).isoformat(),
-                        "error": r.last_error,
-                    }
-                    for r in backing_off
-                ],
-                "abandoned": [
-                    {"partition_key": r.partition_key, "error": r.last_error}
-                    for r in unready
-                    if r.status == "abandoned"
-                ],
-            }
-            try:
-                report = evaluator.evaluate(record=False)
-            except StoreError:
-                raise  # the store is unusable for every flow: exit 4
-            except Exception as exc:  # noqa: BLE001 - one failing flow is shown, the others still previewed
-                document["error"] = FlowFailure.of(exc).reason
-            else:
-                document["would_start"] = sorted(set(recorded) | set(report.ready) | set(report.scheduled))
-                document["waiting"] = sorted(key for key in report.waiting if key not in recorded)
-                document["waiting_progress"] = [
-                    {"partition_key": key, **_progress_fields(report.progress[key])}
-                    for key in document["waiting"]
-                    if key in report.progress
-                ]
-                document["rejected_events"] = [event_id for event_id, _ in report.rejected]
-            documents.append(document)
-    return {"flows": documents}
-
-
-def _progress_fields(progress: UpstreamProgress) -> dict[str, int]:
-    return {
-        "present": progress.present,
-        "required": progress.required,
-        "upstream_keys": progress.upstream_keys,
-    }
+        return pending_body(flows, store, time.time())
 
 
 def progress_phrase(entry: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from partita.cli.common import STORABLE_TEXT, no_run_store_error, preview_store, reading_store, refuse_combined
-from partita.cli.entry import load_entry
+from partita.entry import load_entry
 from partita.errors import ConfigurationError
 from partita.flow import Flow
 from partita.operations.backfill import MissingSelection, plan_failed_from

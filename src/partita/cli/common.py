@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from partita.config import ProjectConfig, load_project_config, resolve_store_url
 from partita.definitions.launch import parse_tag
+from partita.documents import document
 from partita.errors import ConfigurationError, ExecutionError, MissingStoreError, PartitaError, UnknownRunError
 from partita.partitions.base import storable_text_problem
 from partita.planning.selection import SelectionFields
@@ -30,15 +31,12 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 
-_DOCUMENT_VERSION = 1
-
-
 _DOCUMENT_STREAM = "partita.document_stream"
 _PROJECT_CONFIG = "partita.project_config"
 
 
 def emit_document(kind: str, body: dict[str, Any], *, compact: bool = False) -> None:
-    emit_json({"schema": f"partita.{kind}", "version": _DOCUMENT_VERSION, **body}, compact=compact)
+    emit_json(document(kind, body), compact=compact)
 
 
 def emit_json(document: dict[str, Any], *, compact: bool = False) -> None:

@@ -20,8 +20,9 @@ from partita.cli.common import (
     reading_store,
     store_option,
 )
-from partita.cli.entry import load_registry
 from partita.cli.tables import cli_console, print_table
+from partita.documents.events import events_body
+from partita.entry import load_registry
 from partita.errors import ConfigurationError
 from partita.events.emission import MAX_EXTRA_DEPTH, json_text_depth
 from partita.events.external import publish_event
@@ -54,7 +55,7 @@ def list_events(
         )
         url = chosen_store_url(store_url) if store is None else store.url
     if as_json:
-        emit_document("events", {"store": url, "events": [event.to_dict() for event in found]})
+        emit_document("events", events_body(url, found))
         return
     console = cli_console()
     if not found:

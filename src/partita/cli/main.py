@@ -36,7 +36,6 @@ from partita.cli.common import (
     store_options,
     tags_of,
 )
-from partita.cli.entry import load_entry
 from partita.cli.events import events
 from partita.cli.render import render_assets, render_known_partitions, render_partitions, render_plan
 from partita.cli.running import report_result, run_recorded
@@ -44,10 +43,12 @@ from partita.cli.runs import runs
 from partita.cli.schedules import schedules
 from partita.cli.status import status
 from partita.cli.tables import cli_console
+from partita.documents.assets import assets_body
+from partita.entry import load_entry
 from partita.errors import ConfigurationError, UnknownPartitionError
 from partita.flow import Flow
 from partita.planning.lineage import GraphFormat, Lineage, render_lineage
-from partita.planning.plan import FlowPlan, describe_asset
+from partita.planning.plan import FlowPlan
 from partita.results.model import RunStatus
 from partita.version import __version__
 
@@ -143,8 +144,7 @@ def assets(entry: str, targets: tuple[str, ...], output_format: str, as_json: bo
         click.echo(render_lineage(Lineage.of_closure(closure), graph), nl=False)
         return
     if as_json:
-        described = [{**describe_asset(definition), "target": definition.name in flow.targets} for definition in closure]
-        emit_document("assets", {"targets": list(flow.targets), "assets": described})
+        emit_document("assets", assets_body(flow))
         return
     render_assets(cli_console(), closure, flow.targets)
 

@@ -25,16 +25,14 @@ from partita.cli.common import (
     tags_of,
 )
 from partita.cli.tables import cli_console, print_table
+from partita.documents.runs import RunView, run_summary
 from partita.results.attempts import attempt_never_started
-from partita.results.record import render_record
 from partita.store import StoredRun
 from partita.store.history import compare_runs
 from partita.store.protocol import RunFilter
 from partita.store.trigger_requests import TriggerRequest
-from partita.store.triggers import TriggerLaunch, TriggerStore
+from partita.store.triggers import TriggerLaunch
 
-#: partita.run version 1 embeds a version 4 record; a newer record means a new document version.
-RUN_DOCUMENT_RECORD_VERSION = 4
 _STATUSES = ("running", "interrupted", "success", "failed", "cancelled")
 _STYLE = {
     "success": "green",
@@ -44,27 +42,6 @@ _STYLE = {
     "running": "cyan",
     "not_started": "dim",
 }
-
-
-def _summary(run: StoredRun) -> dict[str, Any]:
-    header = run.header
-    return {
-        "run_id": run.run_id,
-        "status": run.status,
-        "started_at": header.started_at.isoformat(),
-        "finished_at": None if header.finished_at is None else header.finished_at.isoformat(),
-        "duration_seconds": run.duration,
-        "targets": list(header.targets),
-        "selection": {"kind": header.selection_kind, "domain": header.domain, "key_count": header.key_count},
-        "attempt_count": run.attempt_count,
-        "counts": run.counts,
-        **_launch_fields(run),
-    }
-
-
-def _launch_fields(run: StoredRun) -> dict[str, Any]:
-    """How the run was launched, its flow and its tags (null for runs recorded before launches were)."""
-    return {"launched_by": run.launched_by, "flow": run.flow_name, "tags": dict(run.tags)}
 
 
 def _styled(status: str) -> str:
@@ -126,7 +103,7 @@ def list_runs(
         found = [] if store is None else store.list_runs(limit=limit, status=status, where=where)
         url = chosen_store_url(store_url) if store is None else store.url
     if as_json:
-        emit_document("runs", {"store": url, "runs": [_summary(run) for run in found]})
+        emit_document("runs", {"store": url, "runs": [run_summary(run) for run in found]})
         return
     console = cli_console()
     if not found:
@@ -148,21 +125,6 @@ def list_runs(
             str(run.counts.get("skipped", 0)),
         )
     print_table(console, table)
-
-
-def _launch_document(launch: TriggerLaunch) -> dict[str, Any]:
-    return {
-        "kind": "trigger",
-        "flow": launch.flow,
-        "request": launch.request_id,
-        "try": launch.attempt,
-        "follows_run_id": launch.follows_run_id,
-    }
-
-
-def _request_document(request: TriggerRequest, keys_recorded: bool) -> dict[str, Any]:
-    """The trigger request a run serves; its consumer key only when the run recorded keys (it is a raw key)."""
-    return {"generation": request.generation, "consumer_key": request.partition_key if keys_recorded else None}
 
 
 def _print_launch(
@@ -197,23 +159,11 @@ def show_run(run_id: str, store_url: str | None, as_json: bool) -> None:
     with reading_store(store_url) as store:
         if store is None:
             raise no_run_store_error(run_id, store_url)
-        run = store.get_run(run_id)
-        tasks = store.get_tasks(run.run_id)
-        triggers = TriggerStore(store)
-        launch = triggers.launch(run.run_id)
-        request = None if launch is None else triggers.request(launch.request_id)
-    record = render_record(run.header, tasks, RUN_DOCUMENT_RECORD_VERSION, record_partition_keys=run.record_partition_keys)
+        view = RunView.read(store, run_id)
     if as_json:
-        emit_document(
-            "run",
-            {
-                "run": record,
-                "launch": None if launch is None else _launch_document(launch),
-                **_launch_fields(run),
-                "trigger_request": None if request is None else _request_document(request, run.record_partition_keys),
-            },
-        )
+        emit_document("run", view.body())
         return
+    run, record, launch, request = view.run, view.record, view.launch, view.request
     console = cli_console()
     console.print(
         f"run {run.run_id}: {_styled(run.status)}, started {run.header.started_at:%Y-%m-%d %H:%M:%S}, "

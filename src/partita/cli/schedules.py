@@ -14,7 +14,7 @@ from partita.automation.evaluation import consumer_partition_def
 from partita.automation.schedules import next_ticks, scheduled_key, tick_before
 from partita.automation.triggers import CronPartitions
 from partita.cli.common import emit_document, handles_errors, json_option, preview_store, store_option
-from partita.cli.entry import load_trigger_flows
+from partita.entry import load_trigger_flows
 from partita.errors import EntryLoadError
 from partita.flow import Flow
 from partita.store.triggers import TriggerStore

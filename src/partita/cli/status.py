@@ -28,11 +28,11 @@ from partita.cli.common import (
     reading_store,
     store_option,
 )
-from partita.cli.entry import load_entry
 from partita.cli.status_grid import LEGEND, SYMBOLS, grid_lines, when
 from partita.cli.tables import cli_console
 from partita.definitions.assets import AssetDefinition
 from partita.definitions.config import RunConfig
+from partita.entry import load_entry
 from partita.errors import ConfigurationError, SelectionError
 from partita.operations.status import KeyState, PartitionStatus, asset_status, cycles_uncollected
 from partita.planning.selection import KeySource
