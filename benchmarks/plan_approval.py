@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from partita import Flow
-from partita.cli.entry import load_entry
+from partita.entry import load_entry
 from partita.planning.approval import plan_differences
 
 KEYS = {"partition_keys": ["2026-01-01"]}
