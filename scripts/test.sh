@@ -2,6 +2,8 @@
 # Everything the test suite needs on a fresh machine, then the suite itself:
 #   - Debian's postgresql package (the tests start a private cluster from its
 #     binaries and stop it afterwards), installed only when missing;
+#   - Debian's chromium and chromium-driver (the UI's browser tests drive
+#     them through selenium), installed only when missing;
 #   - a virtual environment in .venv with partita and its dev extras.
 # Extra arguments go to pytest. Exit code 5 (no tests collected) is a failure.
 set -euo pipefail
@@ -12,6 +14,13 @@ if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
     if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq postgresql >/dev/null
+fi
+
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    echo "== installing Chromium (Debian packages chromium, chromium-driver)"
+    if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
 
 if [ ! -x .venv/bin/python ]; then

@@ -43,6 +43,7 @@ from partita.cli.runs import runs
 from partita.cli.schedules import schedules
 from partita.cli.status import status
 from partita.cli.tables import cli_console
+from partita.cli.ui import ui
 from partita.documents.assets import assets_body
 from partita.entry import load_entry
 from partita.errors import ConfigurationError, UnknownPartitionError
@@ -430,6 +431,7 @@ cli.add_command(trigger)
 cli.add_command(flows)
 cli.add_command(schedules)
 cli.add_command(status)
+cli.add_command(ui)
 
 
 def main() -> None:

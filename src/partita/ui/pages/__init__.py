@@ -1,0 +1,1 @@
+"""The server-rendered pages: each module renders one area's templates."""
