@@ -123,3 +123,13 @@ def browser_errors(driver: WebDriver) -> list[str]:
 
 
 
+
+
+DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images" / "ui"
+
+
+def doc_screenshot(driver: WebDriver, name: str) -> None:
+    """Save the page as ``docs/images/ui/NAME.png`` when ``PARTITA_DOC_SCREENSHOTS=1`` (how docs/ui.md's images are made)."""
+    if os.environ.get("PARTITA_DOC_SCREENSHOTS") == "1":
+        DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(DOC_IMAGES / f"{name}.png"))
