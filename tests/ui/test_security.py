@@ -33,6 +33,14 @@ def test_beyond_loopback_reading_needs_the_token(ui_client: Callable[..., TestCl
     assert exposed.get("/api/v1/runs", headers=auth()).status_code == 200
 
 
+def test_beyond_loopback_a_browser_is_sent_to_log_in_first(ui_client: Callable[..., TestClient]) -> None:
+    exposed = ui_client(host="0.0.0.0")
+    response = exposed.get("/runs", headers={"accept": "text/html"}, follow_redirects=False)
+    assert response.status_code == 303
+    assert response.headers["location"] == "/login?next=%2Fruns"
+    assert exposed.get("/login", headers={"accept": "text/html"}).status_code == 200
+
+
 def test_a_host_beyond_loopback_is_refused_without_an_explicit_token() -> None:
     with pytest.raises(ConfigurationError, match="PARTITA_UI_TOKEN"):
         UiSettings(entry=ENTRY, store_url="sqlite://", token=TOKEN, token_source=TokenSource.GENERATED, host="0.0.0.0")

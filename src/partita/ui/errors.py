@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from partita.documents import document
 from partita.errors import (
@@ -68,6 +69,9 @@ def _respond(request: Request, kind: str, message: str, status: int, detail: Any
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if _wants_json(request):
         return JSONResponse(_error_body(kind, message, status, detail), status_code=status, headers=headers)
+    if status == 401 and request.method == "GET":
+        # A browser that must log in first goes to the login form, and comes back after.
+        return RedirectResponse(f"/login?{urlencode({'next': request.url.path})}", status_code=303)
     from partita.ui.templating import render  # the templates need the app's state: import at first use
 
     page = render(request, "error.html", {"status": status, "kind": kind, "message": message}, status_code=status)
