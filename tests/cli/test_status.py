@@ -6,6 +6,8 @@ import datetime as dt
 import json
 import os
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,7 @@ flow = Flow(["daily", "regional"])
 """
 
 ANSI = re.compile(r"\x1b\[")
+WAIT = 30.0  # seconds a wait for work may take before the test fails
 
 
 def _store_url() -> str:
@@ -362,3 +365,64 @@ def test_many_static_keys_are_a_strip_of_symbols_64_a_row(invoke, write_entry):
 
     assert "    1  #....... ........ ........ ........ ........ ........ ........ ........" in lines
     assert "   65  .#...... ........ ........ ........ ...." in lines
+
+
+# -- the grid reads its states apart from the records: both must say the same -------------------------------
+
+
+@pytest.mark.parametrize("failed_read", ["by key", "all at once"])
+def test_the_grid_and_the_json_document_give_every_key_the_same_state(
+    invoke, write_entry, store_url, monkeypatch, failed_read
+):
+    import partita as p
+    from partita.operations import status as status_module
+
+    if failed_read == "all at once":
+        monkeypatch.setattr(status_module, "_FEW_KEYS", 0)
+    fail: set[str] = {"2026-08-03", "2026-08-04"}
+    started, release = threading.Event(), threading.Event()
+    registry = p.AssetRegistry()
+
+    @p.asset(partition_def=p.DatePartitionDef(start="2026-08-01"), registry=registry)
+    def extract(context) -> int:
+        key = context.partition_key.isoformat()
+        if key == "2026-08-06":
+            started.set()
+            release.wait(WAIT)
+        if key in fail:
+            raise ValueError("source unavailable")
+        return 1
+
+    flow = p.Flow(["extract"], registry=registry, store=store_url, record_partition_keys=True)
+    flow.run({"partition_range": ("2026-08-01", "2026-08-05")})
+    fail.clear()
+    fail.add("2026-08-05")
+    flow.run({"partition_keys": ["2026-08-04", "2026-08-05"]})  # 04 succeeds after its failure, 05 fails after success
+    runner = threading.Thread(target=flow.run, args=({"partition_keys": ["2026-08-06"]},))
+    runner.start()
+    path = write_entry("""
+        @asset(partition_def=DatePartitionDef(start="2026-08-01"))
+        def extract(context):
+            return 1
+
+        flow = Flow(["extract"])
+        """)
+    selection = ("--partition-range", "2026-08-01", "2026-08-08", "--store", store_url)
+    try:
+        assert started.wait(WAIT)
+        deadline = time.monotonic() + WAIT
+        while p.partition_status(flow, "extract", {"partition_keys": ["2026-08-06"]}).keys[0].state is not p.KeyState.RUNNING:
+            assert time.monotonic() < deadline, "the running attempt never became visible"
+        text = invoke("status", path, *selection)
+        document = invoke("status", path, *selection, "--json")
+    finally:
+        release.set()
+        runner.join(WAIT)
+
+    assert text.exit_code == 0 and document.exit_code == 0, text.output + document.output
+    symbols = {"materialized": "#", "failed": "x", "running": ">", "missing": "."}
+    (entry,) = json.loads(document.stdout)["assets"]
+    assert "".join(symbols[key["state"]] for key in entry["keys"]) == "##x#x>.."
+    assert "  2026-08  ##x#x>.." in text.stdout.splitlines()
+    assert "  # materialized 3  x failed 2  > running 1  . missing 2" in text.stdout.splitlines()
+    assert entry["counts"] == {"materialized": 3, "failed": 2, "running": 1, "missing": 2}
