@@ -6,6 +6,8 @@ import datetime as dt
 import json
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -411,7 +413,8 @@ def test_the_grid_and_the_json_document_give_every_key_the_same_state(
     try:
         assert started.wait(WAIT)
         deadline = time.monotonic() + WAIT
-        while p.partition_status(flow, "extract", {"partition_keys": ["2026-08-06"]}).keys[0].state is not p.KeyState.RUNNING:
+        running = {"partition_keys": ["2026-08-06"]}
+        while p.partition_status(flow, "extract", running).keys[0].state is not p.KeyState.RUNNING:
             assert time.monotonic() < deadline, "the running attempt never became visible"
         text = invoke("status", path, *selection)
         document = invoke("status", path, *selection, "--json")
@@ -426,3 +429,32 @@ def test_the_grid_and_the_json_document_give_every_key_the_same_state(
     assert "  2026-08  ##x#x>.." in text.stdout.splitlines()
     assert "  # materialized 3  x failed 2  > running 1  . missing 2" in text.stdout.splitlines()
     assert entry["counts"] == {"materialized": 3, "failed": 2, "running": 1, "missing": 2}
+
+
+def test_a_status_loads_neither_the_engine_nor_the_other_commands(write_entry, tmp_path: Path):
+    path = write_entry(
+        "from partita import DatePartitionDef, Flow, asset\n\n\n"
+        "@asset(partition_def=DatePartitionDef(start='2026-08-01'))\n"
+        "def extract(context):\n"
+        "    return 1\n\n\n"
+        "flow = Flow(['extract'])\n",
+        header=False,
+    )
+    heavy = (
+        "partita.execution.engine", "partita.execution.executors", "partita.automation.daemon", "partita.cli.running",
+        "partita.cli.runs", "partita.materialization", "multiprocessing", "croniter", "alembic",
+    )  # fmt: skip
+    program = (
+        "import sys\n"
+        "from partita.cli.main import cli\n"
+        f"cli(['status', {path!r}, '--partition-key', '2026-08-08'], prog_name='partita', standalone_mode=False)\n"
+        f"print('loaded:', sorted(name for name in {heavy!r} if name in sys.modules))\n"
+    )
+    url = f"sqlite:///{tmp_path}/status.db"
+    open_store(url).close()  # an existing store: opening it needs no migration
+    environment = {**os.environ, "PARTITA_STORE": url}
+
+    found = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=environment, check=True)
+
+    assert "loaded: []" in found.stdout.splitlines(), found.stdout + found.stderr
+    assert "extract (date): 1 key" in found.stdout

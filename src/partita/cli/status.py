@@ -114,9 +114,8 @@ def _statuses(
             found.append(_report(definition, by_name, RunConfig(), store, now, detailed))
             continue
         try:
-            found.append(
-                _report(definition, by_name, config, store, now, detailed, source=KeySource.TEXT, fields=CLI_SELECTION_FIELDS)
-            )
+            selection = {"source": KeySource.TEXT, "fields": CLI_SELECTION_FIELDS}
+            found.append(_report(definition, by_name, config, store, now, detailed, **selection))
         except SelectionError as error:
             if named or not selecting:
                 raise

@@ -349,7 +349,8 @@ def asset_states(
             failed = [key for key, recorded in attempts.items() if recorded.failed and recorded.running is None]
             wanted = [key for key in failed if key is not None] if len(failed) <= _FEW_KEYS else None
             successes = store.last_successes(name, wanted) if failed else {}  # type: ignore[assignment]
-        return PartitionStates(name, partition_def, scope, _key_state_column(scope.keys, succeeded, successes, attempts))
+        states = _key_state_column(scope.keys, succeeded, successes, attempts)
+        return PartitionStates(name, partition_def, scope, states)
 
 
 def _store_of(flow: Flow, store: Store | str | None) -> tuple[Store, bool]:

@@ -113,7 +113,7 @@ class SqlEventStore:
             return retry_transient(read)
 
     def last_successes(self, asset: str, keys: Collection[str] | None = None) -> dict[str, LastSuccess]:
-        """Each key of ``asset`` (of ``keys`` when given) with its newest outlet event, read from the outlet-key index alone.
+        """Each key of ``asset`` (of ``keys``, when given) with its newest outlet event, from the outlet-key index alone.
 
         The index covers every column read, so no event row is visited. The
         literal ``source_kind = 'outlet'`` matches the partial index's
@@ -154,7 +154,10 @@ class SqlEventStore:
     def _last_successes_sql(self, key_count: int) -> str:
         where = _OUTLET_KEYS + (f" AND partition_key IN ({', '.join('?' * key_count)})" if key_count else "")
         if self._database.dialect == "sqlite":
-            return f"SELECT partition_key, MAX(id), source_run_id, timestamp FROM {events.name} WHERE {where} GROUP BY partition_key"
+            return (
+                f"SELECT partition_key, MAX(id), source_run_id, timestamp FROM {events.name} "
+                f"WHERE {where} GROUP BY partition_key"
+            )
         return (
             f"SELECT DISTINCT ON (partition_key) partition_key, id, source_run_id, timestamp "
             f"FROM {events.name} WHERE {where} ORDER BY partition_key, id DESC"

@@ -174,7 +174,7 @@ class SqlStore:
         )
 
     def last_successes(self, asset: str, keys: Collection[str] | None = None) -> dict[str, LastSuccess]:
-        """Each key of ``asset`` (of ``keys`` when given) that a successful attempt materialized, with its newest outlet event."""
+        """Each key of ``asset`` (of ``keys``, when given) that an attempt materialized, with its newest outlet event."""
         return self.event_store.last_successes(asset, keys)
 
     def succeeded_keys(self, asset: str) -> frozenset[str]:
