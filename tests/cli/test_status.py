@@ -372,15 +372,15 @@ def test_many_static_keys_are_a_strip_of_symbols_64_a_row(invoke, write_entry):
 # -- the grid reads its states apart from the records: both must say the same -------------------------------
 
 
-@pytest.mark.parametrize("failed_read", ["by key", "all at once"])
+@pytest.mark.parametrize("key_read", ["by name", "by span"])
 def test_the_grid_and_the_json_document_give_every_key_the_same_state(
-    invoke, write_entry, store_url, monkeypatch, failed_read
+    invoke, write_entry, store_url, monkeypatch, key_read
 ):
     import partita as p
-    from partita.operations import status as status_module
+    from partita.store import event_store
 
-    if failed_read == "all at once":
-        monkeypatch.setattr(status_module, "_FEW_KEYS", 0)
+    if key_read == "by span":
+        monkeypatch.setattr(event_store, "_NAMED_KEYS", 0)
     fail: set[str] = {"2026-08-03", "2026-08-04"}
     started, release = threading.Event(), threading.Event()
     registry = p.AssetRegistry()

@@ -36,8 +36,6 @@ __all__ = [
     "key_state", "key_states", "partition_status",
 ]  # fmt: skip
 
-#: Failed keys up to this many have their last successes read by key; more read every key's at once.
-_FEW_KEYS = 5_000
 
 
 class KeyState(enum.Enum):
@@ -316,7 +314,8 @@ def _asset_status(
         if _is_producer(definition, closure):
             successes = _discovered(store, definition.partition_def.domain)
         else:
-            successes = store.last_successes(name)  # type: ignore[assignment]
+            # The covered keys alone: a 30-day window reads 30 keys' events, not every key's.
+            successes = store.last_successes(name, scope.keys)  # type: ignore[arg-type,assignment]
         attempts = store.failed_or_running_keys(name)  # type: ignore[assignment]
     return PartitionStatus(name, definition.partition_def, scope, key_states(scope.keys, successes, attempts))
 
@@ -345,11 +344,10 @@ def asset_states(
             successes = _discovered(store, partition_def.domain)
             succeeded = successes.keys()
         else:
-            succeeded = store.succeeded_keys(name)
-            # Only a failed key compares its failure with its last success: few are read by key, many all at once.
+            succeeded = store.succeeded_keys(name, scope.keys)  # type: ignore[arg-type]
+            # Only a failed key compares its failure with its last success: only theirs are read.
             failed = [key for key, recorded in attempts.items() if recorded.failed and recorded.running is None]
-            wanted = [key for key in failed if key is not None] if len(failed) <= _FEW_KEYS else None
-            successes = store.last_successes(name, wanted) if failed else {}  # type: ignore[assignment]
+            successes = store.last_successes(name, [key for key in failed if key is not None])  # type: ignore[assignment]
         states = _key_state_column(scope.keys, succeeded, successes, attempts)
         return PartitionStates(name, partition_def, scope, states)
 

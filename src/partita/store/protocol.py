@@ -373,12 +373,13 @@ class EventStore(Protocol):
     def last_successes(self, asset: str, keys: Collection[str] | None = None) -> dict[str, LastSuccess]:
         """Each key of ``asset`` that a successful attempt materialized, with its newest outlet event.
 
-        ``keys`` limits the answer to those keys (a status asks this of its few failed keys).
+        ``keys`` limits the answer to those keys (a status asks for the keys it covers, and the store
+        reads only their index entries).
         """
         ...
 
-    def succeeded_keys(self, asset: str) -> frozenset[str]:
-        """The keys of `last_successes`, without their events: cheaper to read when only the keys matter."""
+    def succeeded_keys(self, asset: str, keys: Collection[str] | None = None) -> frozenset[str]:
+        """The keys of `last_successes` (among ``keys``, when given), without their events: cheaper when only keys matter."""
         ...
 
     def last_unkeyed_success(self, asset: str) -> LastSuccess | None:

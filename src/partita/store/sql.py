@@ -177,9 +177,9 @@ class SqlStore:
         """Each key of ``asset`` (of ``keys``, when given) that an attempt materialized, with its newest outlet event."""
         return self.event_store.last_successes(asset, keys)
 
-    def succeeded_keys(self, asset: str) -> frozenset[str]:
-        """The keys of ``asset`` that a successful attempt materialized (those of `last_successes`)."""
-        return self.event_store.succeeded_keys(asset)
+    def succeeded_keys(self, asset: str, keys: Collection[str] | None = None) -> frozenset[str]:
+        """The keys of ``asset`` (among ``keys``, when given) that an attempt materialized (those of `last_successes`)."""
+        return self.event_store.succeeded_keys(asset, keys)
 
     def last_unkeyed_success(self, asset: str) -> LastSuccess | None:
         """The newest outlet event of ``asset`` without a key (an unpartitioned asset's last success)."""

@@ -253,3 +253,15 @@ def test_succeeded_keys_are_the_keys_of_last_successes(event_store):
 
     assert event_store.succeeded_keys("load") == frozenset({"a", "b"}) == frozenset(event_store.last_successes("load"))
     assert event_store.succeeded_keys("never") == frozenset()
+
+
+@pytest.mark.parametrize("asked", ["few", "many"])  # many: read by their span, not by name
+def test_reads_limited_to_given_keys_answer_exactly_those_keys(event_store, asked):
+    for key in ("a", "b", "c", "d", "é"):
+        event_store.record_event(_outlet_at("load", key, "run-1", WHEN))
+    wanted = ["b", "d", "é"] + ([] if asked == "few" else [f"c-{number:04}" for number in range(3000)])
+
+    assert event_store.succeeded_keys("load", wanted) == frozenset({"b", "d", "é"})
+    assert set(event_store.last_successes("load", wanted)) == {"b", "d", "é"}
+    assert event_store.last_successes("load", wanted)["d"] == event_store.last_successes("load")["d"]
+    assert event_store.succeeded_keys("load", []) == frozenset() and event_store.last_successes("load", ()) == {}
