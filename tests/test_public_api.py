@@ -1,5 +1,12 @@
 """The public API is exactly what partita/__init__.py exports."""
 
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
 import partita
 
 EXPECTED = {
@@ -41,3 +48,34 @@ def test_errors_share_one_root_with_cli_exit_codes():
         if isinstance(value, type) and issubclass(value, Exception):
             assert issubclass(value, partita.PartitaError), name
             assert value.exit_code in (1, 2, 3, 4), name
+
+
+def test_the_lazy_table_the_type_checking_imports_and_all_name_the_same_things():
+    tree = ast.parse(Path(partita.__file__).read_text())
+    guarded = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    imported = {(node.module, alias.name) for node in guarded.body for alias in node.names}
+    table = {(module, name) for module, names in partita._EXPORTS.items() for name in names}
+
+    assert imported == table
+    assert sorted(name for _, name in table) == sorted(partita.__all__)
+
+
+def test_importing_partita_and_defining_a_flow_loads_no_engine_executor_or_output_reuse():
+    program = (
+        "import sys\n"
+        "from partita import DatePartitionDef, Flow, asset\n"
+        "@asset(partition_def=DatePartitionDef(start='2026-01-01'))\n"
+        "def loads(context):\n"
+        "    return 1\n"
+        "Flow(['loads'])\n"
+        "print(sorted(name for name in ('partita.execution.engine', 'partita.execution.executors',"
+        " 'multiprocessing', 'croniter', 'partita.materialization') if name in sys.modules))\n"
+    )
+    found = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+
+    assert found.stdout.strip() == "[]", found.stderr
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'Flo'"):
+        partita.Flo  # noqa: B018

@@ -1,102 +1,182 @@
 """partita: an orchestrator for partitioned data assets.
 
 Everything a user imports lives here; modules below are internals.
+
+Each name is imported from its module on first use (PEP 562): a program
+pays only for what it touches, so ``partita status`` never imports the
+engine, and ``import partita`` alone costs almost nothing. Type checkers
+read the same names from the imports under ``TYPE_CHECKING``;
+``tests/test_public_api.py`` holds the three lists to one another.
 """
 
-from partita.automation.mappers import (
-    AllowedKeysMapper,
-    FixedKeyMapper,
-    IdentityMapper,
-    PartitionMapper,
-    ProductMapper,
-    RollupMapper,
-)
-from partita.automation.triggers import CronPartitions, OnAssetEvents
-from partita.config import ProjectConfig, load_project_config
-from partita.definitions.assets import AssetDefinition, asset
-from partita.definitions.config import RunConfig
-from partita.definitions.groups import PartitionGroup
-from partita.definitions.policies import Fail, OpenCircuit, RateLimit, ResourcePolicy, Retry, RetryPolicy
-from partita.definitions.registry import AssetRegistry, default_registry
-from partita.errors import (
-    ConfigurationError,
-    DefinitionError,
-    DiscoveryError,
-    EmissionError,
-    EntryLoadError,
-    ExecutionError,
-    FileMaterializationError,
-    MaterializationError,
-    PartitaError,
-    PlanningError,
-    PolicyError,
-    SelectionError,
-    StoreError,
-    UnknownPartitionError,
-    UnknownRunError,
-)
-from partita.events.emission import emit
-from partita.events.external import publish_event
-from partita.events.model import AssetEvent, EmissionReceipt, EventSource, SourceKind
-from partita.execution.clock import Clock, FastForwardClock, SystemClock
-from partita.execution.context import AssetContext, CallbackContext
-from partita.execution.events import (
-    AttemptFinished,
-    AttemptRetrying,
-    AttemptStarted,
-    ExecutionEvent,
-    ExecutionObserver,
-    RunFinished,
-    RunStarted,
-)
-from partita.execution.executors import Executor, InProcessExecutor, ProcessExecutor
-from partita.execution.inputs import PartitionedOutputs
-from partita.flow import Flow, run
-from partita.materialization import (
-    Codec,
-    FileMaterialization,
-    InspectionState,
-    JsonCodec,
-    Materialization,
-    MaterializationCollection,
-    MaterializationContext,
-    MaterializationInspection,
-    MaterializationInvalidation,
-    MaterializationRecord,
-)
-from partita.operations.backfill import plan_failed_from, plan_missing
-from partita.operations.cancellation import CancelOutcome, CancelRequest, cancel_run
-from partita.operations.status import KeyState, KeyStatus, PartitionStatus, partition_status
-from partita.partitions import (
-    DatePartitionDef,
-    HourlyPartitionDef,
-    MonthlyPartitionDef,
-    MultiPartitionDef,
-    MultiPartitionKey,
-    PartitionAtRuntime,
-    PartitionDef,
-    PartitionKey,
-    StaticPartitionDef,
-)
-from partita.planning.backfill import BackfillKind, BackfillOrigin
-from partita.planning.plan import FlowPlan, TaskPlan
-from partita.planning.selection import SelectionKind
-from partita.results.logs import LogCapture, LogLine, LogStream
-from partita.results.model import (
-    AttemptResult,
-    AttemptStatus,
-    CallbackError,
-    FailureInfo,
-    Invocation,
-    Resolution,
-    ResourceStatistics,
-    RunResult,
-    RunStatus,
-    SkipReason,
-    TaskResult,
-)
-from partita.store import SqlStore, Store, open_store
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from partita.version import __version__ as __version__  # written once, in partita.version
+
+#: Where each public name lives, by module (the imports below, for type checkers, say the same).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "partita.automation.mappers": (
+        "AllowedKeysMapper", "FixedKeyMapper", "IdentityMapper", "PartitionMapper", "ProductMapper", "RollupMapper",
+    ),
+    "partita.automation.triggers": ("CronPartitions", "OnAssetEvents"),
+    "partita.config": ("ProjectConfig", "load_project_config"),
+    "partita.definitions.assets": ("AssetDefinition", "asset"),
+    "partita.definitions.config": ("RunConfig",),
+    "partita.definitions.groups": ("PartitionGroup",),
+    "partita.definitions.policies": ("Fail", "OpenCircuit", "RateLimit", "ResourcePolicy", "Retry", "RetryPolicy"),
+    "partita.definitions.registry": ("AssetRegistry", "default_registry"),
+    "partita.errors": (
+        "ConfigurationError", "DefinitionError", "DiscoveryError", "EmissionError", "EntryLoadError",
+        "ExecutionError", "FileMaterializationError", "MaterializationError", "PartitaError", "PlanningError",
+        "PolicyError", "SelectionError", "StoreError", "UnknownPartitionError", "UnknownRunError",
+    ),
+    "partita.events.emission": ("emit",),
+    "partita.events.external": ("publish_event",),
+    "partita.events.model": ("AssetEvent", "EmissionReceipt", "EventSource", "SourceKind"),
+    "partita.execution.clock": ("Clock", "FastForwardClock", "SystemClock"),
+    "partita.execution.context": ("AssetContext", "CallbackContext"),
+    "partita.execution.events": (
+        "AttemptFinished", "AttemptRetrying", "AttemptStarted", "ExecutionEvent", "ExecutionObserver", "RunFinished",
+        "RunStarted",
+    ),
+    "partita.execution.executors": ("Executor", "InProcessExecutor", "ProcessExecutor"),
+    "partita.execution.inputs": ("PartitionedOutputs",),
+    "partita.flow": ("Flow", "run"),
+    "partita.materialization": (
+        "Codec", "FileMaterialization", "InspectionState", "JsonCodec", "Materialization",
+        "MaterializationCollection", "MaterializationContext", "MaterializationInspection",
+        "MaterializationInvalidation", "MaterializationRecord",
+    ),
+    "partita.operations.backfill": ("plan_failed_from", "plan_missing"),
+    "partita.operations.cancellation": ("CancelOutcome", "CancelRequest", "cancel_run"),
+    "partita.operations.status": ("KeyState", "KeyStatus", "PartitionStatus", "partition_status"),
+    "partita.partitions": (
+        "DatePartitionDef", "HourlyPartitionDef", "MonthlyPartitionDef", "MultiPartitionDef", "MultiPartitionKey",
+        "PartitionAtRuntime", "PartitionDef", "PartitionKey", "StaticPartitionDef",
+    ),
+    "partita.planning.backfill": ("BackfillKind", "BackfillOrigin"),
+    "partita.planning.plan": ("FlowPlan", "TaskPlan"),
+    "partita.planning.selection": ("SelectionKind",),
+    "partita.results.logs": ("LogCapture", "LogLine", "LogStream"),
+    "partita.results.model": (
+        "AttemptResult", "AttemptStatus", "CallbackError", "FailureInfo", "Invocation", "Resolution",
+        "ResourceStatistics", "RunResult", "RunStatus", "SkipReason", "TaskResult",
+    ),
+    "partita.store": ("SqlStore", "Store", "open_store"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'partita' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:
+    from partita.automation.mappers import (
+        AllowedKeysMapper,
+        FixedKeyMapper,
+        IdentityMapper,
+        PartitionMapper,
+        ProductMapper,
+        RollupMapper,
+    )
+    from partita.automation.triggers import CronPartitions, OnAssetEvents
+    from partita.config import ProjectConfig, load_project_config
+    from partita.definitions.assets import AssetDefinition, asset
+    from partita.definitions.config import RunConfig
+    from partita.definitions.groups import PartitionGroup
+    from partita.definitions.policies import Fail, OpenCircuit, RateLimit, ResourcePolicy, Retry, RetryPolicy
+    from partita.definitions.registry import AssetRegistry, default_registry
+    from partita.errors import (
+        ConfigurationError,
+        DefinitionError,
+        DiscoveryError,
+        EmissionError,
+        EntryLoadError,
+        ExecutionError,
+        FileMaterializationError,
+        MaterializationError,
+        PartitaError,
+        PlanningError,
+        PolicyError,
+        SelectionError,
+        StoreError,
+        UnknownPartitionError,
+        UnknownRunError,
+    )
+    from partita.events.emission import emit
+    from partita.events.external import publish_event
+    from partita.events.model import AssetEvent, EmissionReceipt, EventSource, SourceKind
+    from partita.execution.clock import Clock, FastForwardClock, SystemClock
+    from partita.execution.context import AssetContext, CallbackContext
+    from partita.execution.events import (
+        AttemptFinished,
+        AttemptRetrying,
+        AttemptStarted,
+        ExecutionEvent,
+        ExecutionObserver,
+        RunFinished,
+        RunStarted,
+    )
+    from partita.execution.executors import Executor, InProcessExecutor, ProcessExecutor
+    from partita.execution.inputs import PartitionedOutputs
+    from partita.flow import Flow, run
+    from partita.materialization import (
+        Codec,
+        FileMaterialization,
+        InspectionState,
+        JsonCodec,
+        Materialization,
+        MaterializationCollection,
+        MaterializationContext,
+        MaterializationInspection,
+        MaterializationInvalidation,
+        MaterializationRecord,
+    )
+    from partita.operations.backfill import plan_failed_from, plan_missing
+    from partita.operations.cancellation import CancelOutcome, CancelRequest, cancel_run
+    from partita.operations.status import KeyState, KeyStatus, PartitionStatus, partition_status
+    from partita.partitions import (
+        DatePartitionDef,
+        HourlyPartitionDef,
+        MonthlyPartitionDef,
+        MultiPartitionDef,
+        MultiPartitionKey,
+        PartitionAtRuntime,
+        PartitionDef,
+        PartitionKey,
+        StaticPartitionDef,
+    )
+    from partita.planning.backfill import BackfillKind, BackfillOrigin
+    from partita.planning.plan import FlowPlan, TaskPlan
+    from partita.planning.selection import SelectionKind
+    from partita.results.logs import LogCapture, LogLine, LogStream
+    from partita.results.model import (
+        AttemptResult,
+        AttemptStatus,
+        CallbackError,
+        FailureInfo,
+        Invocation,
+        Resolution,
+        ResourceStatistics,
+        RunResult,
+        RunStatus,
+        SkipReason,
+        TaskResult,
+    )
+    from partita.store import SqlStore, Store, open_store
 
 __all__ = [
     "AllowedKeysMapper",

@@ -6,15 +6,13 @@ everything before any body runs; ``run()`` executes exactly such a plan.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import dataclasses
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from partita.automation.triggers import CronPartitions, OnAssetEvents
 from partita.definitions.assets import AssetDefinition, asset_name_of
 from partita.definitions.config import RunConfig, check_positive_int
 from partita.definitions.groups import PartitionGroup
@@ -22,22 +20,21 @@ from partita.definitions.launch import LaunchKind, RunLaunch, Tags, check_tags
 from partita.definitions.policies import ResourcePolicy
 from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import ConfigurationError, DefinitionError
-from partita.events.model import AssetEvent
-from partita.execution.attempt_logs import LogListener, RunLogs
-from partita.execution.cancellation import RunCancellation
-from partita.execution.clock import Clock
-from partita.execution.engine import DEFAULT_CANCEL_GRACE_SECONDS, RunOptions, execute_plan
-from partita.execution.events import ExecutionObserver
-from partita.execution.executors import resolve_executor
-from partita.planning.approval import check_plan_matches
+from partita.execution.cancellation import DEFAULT_CANCEL_GRACE_SECONDS, RunCancellation
 from partita.planning.graph import resolve_closure
 from partita.planning.plan import FlowPlan, build_plan
 from partita.planning.selection import CONFIG_FIELDS, KeySource, SelectionFields
 from partita.results.logs import LogCapture
-from partita.results.model import RunResult
 from partita.store import Store, open_store, store_url_from_environment
-from partita.store.events import StoreEventLog
-from partita.store.journal import StoreJournal
+
+# The engine, executors, clocks and triggers are imported where a run or an option needs them:
+# a program that only defines flows and reads the store (``partita status``) never loads them.
+if TYPE_CHECKING:
+    from partita.events.model import AssetEvent
+    from partita.execution.clock import Clock
+    from partita.execution.engine import RunOptions
+    from partita.execution.events import ExecutionObserver
+    from partita.results.model import RunResult
 
 __all__ = ["Flow", "run"]
 
@@ -67,6 +64,26 @@ def _partition_groups(value: Any) -> tuple[PartitionGroup, ...]:
     if any(not isinstance(group, PartitionGroup) for group in groups):
         raise DefinitionError("Flow partition_groups must be a list of PartitionGroup values")
     return groups
+
+
+def _checked_clock(clock: Any) -> Clock | None:
+    if clock is None:
+        return None
+    from partita.execution.clock import Clock
+
+    if not isinstance(clock, Clock):
+        raise DefinitionError("Flow clock must provide monotonic() and async sleep(seconds)")
+    return clock
+
+
+def _checked_trigger(trigger: Any) -> Any:
+    if trigger is None:
+        return None
+    from partita.automation.triggers import CronPartitions, OnAssetEvents
+
+    if not isinstance(trigger, (OnAssetEvents, CronPartitions)):
+        raise DefinitionError("Flow trigger must be OnAssetEvents(...) or CronPartitions(...)")
+    return trigger
 
 
 def _resources(value: Any) -> dict[str, ResourcePolicy]:
@@ -141,11 +158,12 @@ class Flow:
             if callback is not None and not callable(callback):
                 raise DefinitionError(f"Flow {option} must be a callable taking a CallbackContext")
         self.on_success, self.on_failure, self.on_complete = on_success, on_failure, on_complete
-        resolve_executor(executor)  # validate now; each run gets a fresh one
+        if executor is not None:
+            from partita.execution.executors import resolve_executor
+
+            resolve_executor(executor)  # validate now; each run gets a fresh one
         self.executor = executor
-        if clock is not None and not isinstance(clock, Clock):
-            raise DefinitionError("Flow clock must provide monotonic() and async sleep(seconds)")
-        self.clock = clock
+        self.clock = _checked_clock(clock)
         if (
             isinstance(cancel_grace_seconds, bool)
             or not isinstance(cancel_grace_seconds, (int, float))
@@ -161,9 +179,7 @@ class Flow:
         if name is not None and (not isinstance(name, str) or not name.strip()):
             raise DefinitionError("Flow name must be a non-empty string")
         self.name = name or "+".join(self.targets)
-        if trigger is not None and not isinstance(trigger, (OnAssetEvents, CronPartitions)):
-            raise DefinitionError("Flow trigger must be OnAssetEvents(...) or CronPartitions(...)")
-        self.trigger = trigger
+        self.trigger = _checked_trigger(trigger)
         self.tags: Tags = check_tags(tags)
         self.log_capture = LogCapture.coerce(log_capture)
 
@@ -231,6 +247,8 @@ class Flow:
     def _approved(self, config: ConfigLike | FlowPlan) -> FlowPlan:
         """The plan to run: ``config`` planned now, or a given plan that matches this Flow."""
         if isinstance(config, FlowPlan):
+            from partita.planning.approval import check_plan_matches
+
             check_plan_matches(
                 config,
                 registry=self.registry,
@@ -277,6 +295,12 @@ class Flow:
         triggering_events: Sequence[AssetEvent] = (),
         launched_by: LaunchKind = LaunchKind.PYTHON,
     ) -> RunOptions:
+        from partita.execution.attempt_logs import LogListener, RunLogs
+        from partita.execution.engine import RunOptions
+        from partita.execution.executors import resolve_executor
+        from partita.store.events import StoreEventLog
+        from partita.store.journal import StoreJournal
+
         journal = cancellation = None
         logs = RunLogs(self.log_capture, [observer for observer in observers if isinstance(observer, LogListener)])
         if store is not None:
@@ -327,6 +351,10 @@ class Flow:
         (`partita.cancel_run`, ``partita runs cancel``): it then cancels as
         Ctrl-C would and returns its result with status ``cancelled``.
         """
+        import asyncio
+
+        from partita.execution.engine import execute_plan
+
         plan = self._approved(config)
         try:
             asyncio.get_running_loop()
@@ -356,6 +384,8 @@ class Flow:
         cancel request through the store (`partita.cancel_run`) cancels the
         same way but returns the cancelled result instead of raising.
         """
+        from partita.execution.engine import execute_plan
+
         plan = self._approved(config)
         with self._recording() as store:
             return await execute_plan(plan, self._options(plan, observers, store, launched_by=launched_by))

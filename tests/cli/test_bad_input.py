@@ -207,6 +207,6 @@ def test_an_unexpected_exception_is_reported_without_its_message_or_a_traceback(
     def explode(*args, **kwargs):
         raise KeyError(f"k-{MARKER}")
 
-    monkeypatch.setattr("partita.cli.main.render_plan", explode)
+    monkeypatch.setattr("partita.cli.render.render_plan", explode)
     output = _assert_clean(invoke("plan", entry, "--target", "plain"), 4)
     assert "unexpected KeyError" in output

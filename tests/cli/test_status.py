@@ -6,6 +6,10 @@ import datetime as dt
 import json
 import os
 import re
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -57,6 +61,7 @@ flow = Flow(["daily", "regional"])
 """
 
 ANSI = re.compile(r"\x1b\[")
+WAIT = 30.0  # seconds a wait for work may take before the test fails
 
 
 def _store_url() -> str:
@@ -362,3 +367,94 @@ def test_many_static_keys_are_a_strip_of_symbols_64_a_row(invoke, write_entry):
 
     assert "    1  #....... ........ ........ ........ ........ ........ ........ ........" in lines
     assert "   65  .#...... ........ ........ ........ ...." in lines
+
+
+# -- the grid reads its states apart from the records: both must say the same -------------------------------
+
+
+@pytest.mark.parametrize("key_read", ["by name", "by span"])
+def test_the_grid_and_the_json_document_give_every_key_the_same_state(
+    invoke, write_entry, store_url, monkeypatch, key_read
+):
+    import partita as p
+    from partita.store import event_store
+
+    if key_read == "by span":
+        monkeypatch.setattr(event_store, "_NAMED_KEYS", 0)
+    fail: set[str] = {"2026-08-03", "2026-08-04"}
+    started, release = threading.Event(), threading.Event()
+    registry = p.AssetRegistry()
+
+    @p.asset(partition_def=p.DatePartitionDef(start="2026-08-01"), registry=registry)
+    def extract(context) -> int:
+        key = context.partition_key.isoformat()
+        if key == "2026-08-06":
+            started.set()
+            release.wait(WAIT)
+        if key in fail:
+            raise ValueError("source unavailable")
+        return 1
+
+    flow = p.Flow(["extract"], registry=registry, store=store_url, record_partition_keys=True)
+    flow.run({"partition_range": ("2026-08-01", "2026-08-05")})
+    fail.clear()
+    fail.add("2026-08-05")
+    flow.run({"partition_keys": ["2026-08-04", "2026-08-05"]})  # 04 succeeds after its failure, 05 fails after success
+    runner = threading.Thread(target=flow.run, args=({"partition_keys": ["2026-08-06"]},))
+    runner.start()
+    path = write_entry("""
+        @asset(partition_def=DatePartitionDef(start="2026-08-01"))
+        def extract(context):
+            return 1
+
+        flow = Flow(["extract"])
+        """)
+    selection = ("--partition-range", "2026-08-01", "2026-08-08", "--store", store_url)
+    try:
+        assert started.wait(WAIT)
+        deadline = time.monotonic() + WAIT
+        running = {"partition_keys": ["2026-08-06"]}
+        while p.partition_status(flow, "extract", running).keys[0].state is not p.KeyState.RUNNING:
+            assert time.monotonic() < deadline, "the running attempt never became visible"
+        text = invoke("status", path, *selection)
+        document = invoke("status", path, *selection, "--json")
+    finally:
+        release.set()
+        runner.join(WAIT)
+
+    assert text.exit_code == 0 and document.exit_code == 0, text.output + document.output
+    symbols = {"materialized": "#", "failed": "x", "running": ">", "missing": "."}
+    (entry,) = json.loads(document.stdout)["assets"]
+    assert "".join(symbols[key["state"]] for key in entry["keys"]) == "##x#x>.."
+    assert "  2026-08  ##x#x>.." in text.stdout.splitlines()
+    assert "  # materialized 3  x failed 2  > running 1  . missing 2" in text.stdout.splitlines()
+    assert entry["counts"] == {"materialized": 3, "failed": 2, "running": 1, "missing": 2}
+
+
+def test_a_status_loads_neither_the_engine_nor_the_other_commands(write_entry, tmp_path: Path):
+    path = write_entry(
+        "from partita import DatePartitionDef, Flow, asset\n\n\n"
+        "@asset(partition_def=DatePartitionDef(start='2026-08-01'))\n"
+        "def extract(context):\n"
+        "    return 1\n\n\n"
+        "flow = Flow(['extract'])\n",
+        header=False,
+    )
+    heavy = (
+        "partita.execution.engine", "partita.execution.executors", "partita.automation.daemon", "partita.cli.running",
+        "partita.cli.runs", "partita.materialization", "multiprocessing", "croniter", "alembic",
+    )  # fmt: skip
+    program = (
+        "import sys\n"
+        "from partita.cli.main import cli\n"
+        f"cli(['status', {path!r}, '--partition-key', '2026-08-08'], prog_name='partita', standalone_mode=False)\n"
+        f"print('loaded:', sorted(name for name in {heavy!r} if name in sys.modules))\n"
+    )
+    url = f"sqlite:///{tmp_path}/status.db"
+    open_store(url).close()  # an existing store: opening it needs no migration
+    environment = {**os.environ, "PARTITA_STORE": url}
+
+    found = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=environment, check=True)
+
+    assert "loaded: []" in found.stdout.splitlines(), found.stdout + found.stderr
+    assert "extract (date): 1 key" in found.stdout

@@ -8,17 +8,16 @@ infrastructure failure.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
 
 from partita.cli.attempt_logs import Verbosity, log_options
-from partita.cli.automation import flows, pending_document, render_pending, serve, trigger
 from partita.cli.backfill import backfill_options, backfill_plan, check_backfill_flags, preview_backfill
-from partita.cli.cancel import cancel
 from partita.cli.common import (
     CLI_SELECTION_FIELDS,
     EXIT_ASSET_FAILED,
@@ -36,22 +35,18 @@ from partita.cli.common import (
     store_options,
     tags_of,
 )
-from partita.cli.events import events
-from partita.cli.render import render_assets, render_known_partitions, render_partitions, render_plan
-from partita.cli.running import report_result, run_recorded
-from partita.cli.runs import runs
-from partita.cli.schedules import schedules
-from partita.cli.status import status
 from partita.cli.tables import cli_console
-from partita.cli.ui import ui
-from partita.documents.assets import assets_body
 from partita.entry import load_entry
 from partita.errors import ConfigurationError, UnknownPartitionError
-from partita.flow import Flow
-from partita.planning.lineage import GraphFormat, Lineage, render_lineage
-from partita.planning.plan import FlowPlan
-from partita.results.model import RunStatus
+from partita.planning.lineage import GraphFormat
 from partita.version import __version__
+
+# What only a command's body needs is imported in that body: a command pays for its own
+# imports alone (``partita status`` never loads the run renderer or the trigger daemon).
+if TYPE_CHECKING:
+    from partita.flow import Flow
+    from partita.planning.plan import FlowPlan
+    from partita.results.model import RunStatus
 
 
 def _stdin_is_interactive() -> bool:
@@ -125,7 +120,32 @@ def _graph_format(output_format: str, as_json: bool) -> GraphFormat | None:
     return GraphFormat(output_format)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _CommandGroup(click.Group):
+    """The ``partita`` group: a command defined in another module is imported when it is named (or listed)."""
+
+    #: Command name -> (module, attribute). ``runs`` brings ``runs cancel`` along.
+    elsewhere = {
+        "events": ("partita.cli.events", "events"),
+        "flows": ("partita.cli.automation", "flows"),
+        "runs": ("partita.cli.runs", "runs"),
+        "schedules": ("partita.cli.schedules", "schedules"),
+        "serve": ("partita.cli.automation", "serve"),
+        "status": ("partita.cli.status", "status"),
+        "trigger": ("partita.cli.automation", "trigger"),
+        "ui": ("partita.cli.ui", "ui"),
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.elsewhere})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.elsewhere:
+            module, attribute = self.elsewhere[cmd_name]
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=_CommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="partita")
 def cli() -> None:
     """partita: plan and run partitioned data assets."""
@@ -138,6 +158,10 @@ def cli() -> None:
 @handles_errors
 def assets(entry: str, targets: tuple[str, ...], output_format: str, as_json: bool) -> None:
     """List the assets of ENTRY's flow (or of --target) and their dependencies."""
+    from partita.cli.render import render_assets
+    from partita.documents.assets import assets_body
+    from partita.planning.lineage import Lineage, render_lineage
+
     graph = _graph_format(output_format, as_json)
     flow = _entry_flow(entry, targets)
     closure = flow.closure()
@@ -191,6 +215,8 @@ def describe_partitions(
     a catalog of keys and runs no asset body. With --domain it lists the keys
     a runtime domain's producer has discovered (active or retired).
     """
+    from partita.cli.render import render_known_partitions, render_partitions
+
     flow = _entry_flow(entry, targets)
     closure = flow.closure()
     if domain_name is not None:
@@ -290,6 +316,10 @@ def plan(
     With --missing or --failed-from: the backfill plan those keys make
     (the store is read, nothing is recorded).
     """
+    from partita.cli.automation import pending_document, render_pending
+    from partita.cli.render import render_plan
+    from partita.planning.lineage import Lineage, render_lineage
+
     graph = _graph_format(output_format, as_json)
     if pending and graph is not None:
         raise ConfigurationError(f"--format {output_format} draws a plan's lineage; it cannot be combined with --pending")
@@ -359,6 +389,9 @@ def run(
     shown on stderr as they are logged (INFO and up; -v adds DEBUG, -q
     keeps WARNING and up) and kept with their attempts (`partita runs logs`).
     """
+    from partita.cli.render import render_plan
+    from partita.cli.running import report_result, run_recorded
+
     verbosity = Verbosity.of(verbose, quiet)
     _check_approval(yes, as_json)
     tags = tags_of(tag_texts)
@@ -388,9 +421,7 @@ def run(
         if not yes and not click.confirm(f"Run {_attempts_phrase(flow_plan)}?", default=False, err=True):
             err.print("Declined; nothing ran.")
             return
-        result = run_recorded(
-            flow, flow_plan, store, err, record_partition_keys, capture_output, verbosity, as_json
-        )
+        result = run_recorded(flow, flow_plan, store, err, record_partition_keys, capture_output, verbosity, as_json)
         if store is not None and not as_json:
             err.print(f"recorded as run {result.run_id} in {escape(store.url)}", highlight=False)
     report_result(result, flow_plan, as_json)
@@ -399,6 +430,8 @@ def run(
 
 def _exit_for(status: RunStatus) -> None:
     """Exit 1 for a failed run; 130, the code Ctrl-C gives, for one cancelled on request (`runs cancel`)."""
+    from partita.results.model import RunStatus
+
     if status is RunStatus.FAILED:
         sys.exit(EXIT_ASSET_FAILED)
     if status is RunStatus.CANCELLED:
@@ -421,17 +454,6 @@ def _attempts_phrase(flow_plan: FlowPlan) -> str:
     if flow_plan.attempt_count is not None:
         return f"{flow_plan.attempt_count} attempts"
     return f"{flow_plan.known_attempt_count} attempts, plus the fan-out of the keys discovered while running"
-
-
-runs.add_command(cancel)
-cli.add_command(runs)
-cli.add_command(events)
-cli.add_command(serve)
-cli.add_command(trigger)
-cli.add_command(flows)
-cli.add_command(schedules)
-cli.add_command(status)
-cli.add_command(ui)
 
 
 def main() -> None:

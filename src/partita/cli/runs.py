@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from partita.cli.attempt_logs import runs_logs
+from partita.cli.cancel import cancel
 from partita.cli.common import (
     STORABLE_TEXT,
     chosen_store_url,
@@ -274,3 +275,4 @@ def compare(first: str, second: str, store_url: str | None, as_json: bool) -> No
 
 
 runs.add_command(runs_logs)
+runs.add_command(cancel)

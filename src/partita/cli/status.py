@@ -34,7 +34,14 @@ from partita.definitions.assets import AssetDefinition
 from partita.definitions.config import RunConfig
 from partita.entry import load_entry
 from partita.errors import ConfigurationError, SelectionError
-from partita.operations.status import KeyState, PartitionStatus, asset_status, cycles_uncollected
+from partita.operations.status import (
+    KeyState,
+    PartitionStates,
+    PartitionStatus,
+    asset_states,
+    asset_status,
+    cycles_uncollected,
+)
 from partita.planning.selection import KeySource
 from partita.store import Store, open_store
 
@@ -65,24 +72,50 @@ def _chosen(closure: tuple[AssetDefinition, ...], names: tuple[str, ...], entry:
     return [by_name[name] for name in dict.fromkeys(names)] if names else list(closure)
 
 
+#: What a status says of one asset: every key's record (--json, an unpartitioned asset), or its state alone (the grid).
+AssetReport = PartitionStatus | PartitionStates
+
+
+def _report(
+    definition: AssetDefinition,
+    closure: dict[str, AssetDefinition],
+    config: RunConfig,
+    store: Store,
+    now: dt.datetime,
+    detailed: bool,
+    **selection: Any,
+) -> AssetReport:
+    if detailed or definition.partition_def is None:
+        return asset_status(definition, closure, config, store, now, **selection)
+    return asset_states(definition, closure, config, store, now, **selection)
+
+
 def _statuses(
-    chosen: list[AssetDefinition], closure: tuple[AssetDefinition, ...], config: RunConfig, store: Store, named: bool
-) -> tuple[list[PartitionStatus], list[dict[str, Any]]]:
-    """Each chosen asset's status, and the assets a selection did not fit (an error when named or none fit)."""
+    chosen: list[AssetDefinition],
+    closure: tuple[AssetDefinition, ...],
+    config: RunConfig,
+    store: Store,
+    named: bool,
+    detailed: bool,
+) -> tuple[list[AssetReport], list[dict[str, Any]]]:
+    """Each chosen asset's status, and the assets a selection did not fit (an error when named or none fit).
+
+    ``detailed``: every key's record (the JSON document); otherwise each partitioned asset's key states alone,
+    which the grid needs and which read and build far less over 100,000 keys.
+    """
     by_name = {definition.name: definition for definition in closure}
     now = dt.datetime.now(dt.UTC)
-    found: list[PartitionStatus] = []
+    found: list[AssetReport] = []
     left_out: list[dict[str, Any]] = []
     first_error: SelectionError | None = None
     selecting = bool(config.selection_forms())
     for definition in chosen:
         if selecting and definition.partition_def is None and not named:
-            found.append(asset_status(definition, by_name, RunConfig(), store, now))
+            found.append(_report(definition, by_name, RunConfig(), store, now, detailed))
             continue
         try:
-            found.append(
-                asset_status(definition, by_name, config, store, now, source=KeySource.TEXT, fields=CLI_SELECTION_FIELDS)
-            )
+            selection = {"source": KeySource.TEXT, "fields": CLI_SELECTION_FIELDS}
+            found.append(_report(definition, by_name, config, store, now, detailed, **selection))
         except SelectionError as error:
             if named or not selecting:
                 raise
@@ -94,7 +127,7 @@ def _statuses(
     return found, left_out
 
 
-def _counts_line(status: PartitionStatus) -> Text:
+def _counts_line(status: AssetReport) -> Text:
     line = Text("  ")
     for number, state in enumerate(KeyState):
         if number:
@@ -103,11 +136,11 @@ def _counts_line(status: PartitionStatus) -> Text:
     return line
 
 
-def _heading(status: PartitionStatus) -> str:
+def _heading(status: AssetReport) -> str:
     definition = status.definition
     if definition is None:
         return f"{status.asset} (unpartitioned)"
-    count = len(status.keys)
+    count = len(status.scope.keys)
     return f"{status.asset} ({definition.domain}): {count:,} key{'s' if count != 1 else ''}, {status.scope.description}"
 
 
@@ -123,16 +156,17 @@ def _unpartitioned(console: Console, status: PartitionStatus) -> None:
     console.print(f"  {SYMBOLS[only.state]} {only.state.value}{escape(detail)}", highlight=False, soft_wrap=True)
 
 
-def _render(console: Console, statuses: list[PartitionStatus], left_out: list[dict[str, Any]], url: str, exists: bool) -> None:
+def _render(console: Console, statuses: list[AssetReport], left_out: list[dict[str, Any]], url: str, exists: bool) -> None:
     if not exists:
         console.print(f"No run-history store exists at {escape(url)} yet: every key reads missing.", highlight=False, soft_wrap=True)
     for number, status in enumerate(statuses):
         if number:
             console.print()
         console.print(escape(_heading(status)), highlight=False, soft_wrap=True)
-        if status.definition is None:
+        if isinstance(status, PartitionStatus) and status.definition is None:
             _unpartitioned(console, status)
             continue
+        assert isinstance(status, PartitionStates)
         console.print(_counts_line(status), highlight=False, soft_wrap=True)
         for line in grid_lines(status):
             console.print(Text("  ").append_text(line), highlight=False, soft_wrap=True)
@@ -178,10 +212,12 @@ def status(
     )
     with _store(store_url) as (store, exists):
         url = store.url if exists else chosen_store_url(store_url)
-        statuses, left_out = _statuses(chosen, closure, config, store, bool(asset_names))
+        statuses, left_out = _statuses(chosen, closure, config, store, bool(asset_names), detailed=as_json)
     if as_json:
         with cycles_uncollected():
-            assets = [item.to_dict() for item in statuses]
+            detailed = [item for item in statuses if isinstance(item, PartitionStatus)]
+            assert len(detailed) == len(statuses)  # --json reads every asset's records
+            assets = [item.to_dict() for item in detailed]
             emit_document(
                 "partition-status", {"store": url, "store_exists": exists, "assets": assets, "left_out": left_out}, compact=True
             )

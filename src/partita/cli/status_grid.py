@@ -8,11 +8,14 @@ so the grid reads the same without colour (in a pipe): colour only adds to it.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator, Sequence
+import itertools
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from rich.text import Text
 
-from partita.operations.status import KeyState, KeyStatus, PartitionStatus
+from partita.operations.status import KeyState, PartitionStates
 from partita.partitions.base import PartitionDef
 from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
 
@@ -53,49 +56,64 @@ def _row(label: str, cells: Sequence[KeyState | None], gaps: int = 0) -> Text:
 
 
 def _rows_by(
-    statuses: Sequence[KeyStatus], place: Callable[[str], tuple[str, int]], width: int
+    keys: Sequence[str], states: Sequence[KeyState], place: Callable[[str], tuple[str, int]], width: int
 ) -> list[tuple[str, list[KeyState | None]]]:
     """Cells grouped into rows: ``place`` maps key text to (row label, column)."""
     rows: dict[str, list[KeyState | None]] = {}
-    for status in statuses:
-        assert status.key is not None
-        label, column = place(status.key)
+    for key, state in zip(keys, states, strict=True):
+        label, column = place(key)
         cells = rows.setdefault(label, [None] * width)
         current = cells[column]
-        if current is None or _GRAVITY[status.state] > _GRAVITY[current]:
-            cells[column] = status.state
+        if current is None or _GRAVITY[state] > _GRAVITY[current]:
+            cells[column] = state
     return list(rows.items())
 
 
-def _calendar(statuses: Sequence[KeyStatus], definition: PartitionDef) -> list[Text] | None:
+@dataclass(frozen=True, slots=True)
+class _Calendar:
+    """How one time definition's keys lay out: a row per ``label_length`` leading characters of a key."""
+
+    kind: type[PartitionDef]
+    label_length: int
+    column: Callable[[str], int]
+    width: int
+    header: str
+    gaps: int  # a space after every so many cells (0: none)
+    max_rows: int
+    title: str
+
+
+_CALENDARS = (
+    _Calendar(DatePartitionDef, 7, lambda key: int(key[8:10]) - 1, 31, "".join(str(day % 10) for day in range(1, 32)),
+              0, _MAX_MONTH_ROWS, "month"),
+    _Calendar(HourlyPartitionDef, 10, lambda key: int(key[11:13]), 24, "00     06     12     18", 6, _MAX_DAY_ROWS,
+              "day       "),
+    _Calendar(MonthlyPartitionDef, 4, lambda key: int(key[5:7]) - 1, 12, "JFMAMJJASOND", 0, _MAX_YEAR_ROWS, "year"),
+)  # fmt: skip
+
+
+def _calendar(keys: Sequence[str], states: Sequence[KeyState], definition: PartitionDef) -> list[Text] | None:
     """Daily keys: a row per month, a column per day; hourly: a row per day; monthly: a row per year."""
-    if isinstance(definition, DatePartitionDef):
-        rows = _rows_by(statuses, lambda key: (key[:7], int(key[8:10]) - 1), 31)
-        header, gaps, limit = "".join(str(day % 10) for day in range(1, 32)), 0, _MAX_MONTH_ROWS
-        label = "month"
-    elif isinstance(definition, HourlyPartitionDef):
-        rows = _rows_by(statuses, lambda key: (key[:10], int(key[11:13])), 24)
-        header, gaps, limit = "00     06     12     18", 6, _MAX_DAY_ROWS
-        label = "day       "
-    elif isinstance(definition, MonthlyPartitionDef):
-        rows = _rows_by(statuses, lambda key: (key[:4], int(key[5:7]) - 1), 12)
-        header, gaps, limit = "JFMAMJJASOND", 0, _MAX_YEAR_ROWS
-        label = "year"
-    else:
+    layout = next((layout for layout in _CALENDARS if isinstance(definition, layout.kind)), None)
+    if layout is None:
         return None
-    if len(rows) > limit:
+    length = layout.label_length
+    # Count the rows before placing any key: 100,000 days are 3,000 months, far past a calendar.
+    if len(set(map(operator.itemgetter(slice(0, length)), keys))) > layout.max_rows:
         return None
-    lines = [Text(f"{label.ljust(len(rows[0][0]) if rows else len(label))}  {header}", style="bold")]
-    lines.extend(_row(name, cells, gaps) for name, cells in rows)
+    rows = _rows_by(keys, states, lambda key: (key[:length], layout.column(key)), layout.width)
+    title = layout.title.ljust(len(rows[0][0]) if rows else len(layout.title))
+    lines = [Text(f"{title}  {layout.header}", style="bold")]
+    lines.extend(_row(name, cells, layout.gaps) for name, cells in rows)
     return lines
 
 
-def _named(statuses: Sequence[KeyStatus]) -> list[Text]:
+def _named(keys: Sequence[str | None], states: Sequence[KeyState]) -> list[Text]:
     """Few keys: ``symbol key`` entries packed into lines of at most 80 columns."""
     lines: list[Text] = []
     line = Text("")
-    for status in statuses:
-        entry = Text.assemble(_cell(status.state), f" {status.key}")
+    for key, state in zip(keys, states, strict=True):
+        entry = Text.assemble(_cell(state), f" {key}")
         if line.cell_len and line.cell_len + 3 + entry.cell_len > _WIDTH:
             lines.append(line)
             line = Text("")
@@ -107,49 +125,53 @@ def _named(statuses: Sequence[KeyStatus]) -> list[Text]:
     return lines
 
 
-def _strip(statuses: Sequence[KeyStatus]) -> list[Text]:
+def _strip(states: Sequence[KeyState]) -> list[Text]:
     """More keys: their symbols in key order, 64 a row, each row labelled by the number of its first key."""
-    digits = len(str(len(statuses)))
+    digits = len(str(len(states)))
     return [
-        _row(str(start + 1).rjust(digits), [status.state for status in statuses[start : start + _STRIP_WIDTH]], 8)
-        for start in range(0, len(statuses), _STRIP_WIDTH)
+        _row(str(start + 1).rjust(digits), states[start : start + _STRIP_WIDTH], 8)
+        for start in range(0, len(states), _STRIP_WIDTH)
     ]
 
 
-def _runs(statuses: Sequence[KeyStatus]) -> Iterator[tuple[KeyStatus, KeyStatus, int]]:
-    """Maximal runs of consecutive keys in one state: (first, last, count)."""
-    start = 0
-    for index in range(1, len(statuses) + 1):
-        if index == len(statuses) or statuses[index].state is not statuses[start].state:
-            yield statuses[start], statuses[index - 1], index - start
-            start = index
+def _runs(states: Sequence[KeyState]) -> list[tuple[int, int]]:
+    """Maximal runs of consecutive keys in one state: (first index, count).
+
+    The boundaries (where a key's state differs from the previous key's) are
+    found in C: 100,000 keys in a handful of runs cost no Python step per key.
+    """
+    count = len(states)
+    changes = itertools.compress(range(1, count), map(operator.is_not, states[1:], states[:-1]))
+    bounds = [0, *changes, count] if count else []
+    return [(start, end - start) for start, end in itertools.pairwise(bounds)]
 
 
-def _ranges(statuses: Sequence[KeyStatus]) -> list[Text]:
+def _ranges(keys: Sequence[str | None], states: Sequence[KeyState]) -> list[Text]:
     """Many keys: ranges of equal state in key order (at most 20 lines), then how many more."""
     lines: list[Text] = []
-    runs = list(_runs(statuses))
-    for first, last, count in runs[:_MAX_RANGES]:
-        span = str(first.key) if count == 1 else f"{first.key} .. {last.key}"
-        lines.append(Text.assemble(_cell(first.state), f" {span}  {first.state.value}, {count:,} key{'s' if count > 1 else ''}"))
+    runs = _runs(states)
+    for first, count in runs[:_MAX_RANGES]:
+        state = states[first]
+        span = str(keys[first]) if count == 1 else f"{keys[first]} .. {keys[first + count - 1]}"
+        lines.append(Text.assemble(_cell(state), f" {span}  {state.value}, {count:,} key{'s' if count > 1 else ''}"))
     if len(runs) > _MAX_RANGES:
         lines.append(Text(f"... and {len(runs) - _MAX_RANGES:,} more ranges; --json lists every key", style="dim"))
     return lines
 
 
-def grid_lines(status: PartitionStatus) -> list[Text]:
-    """The status's keys drawn to fit 80 columns: a calendar, a list or strip of symbols, or ranges."""
-    statuses = status.keys
-    if not statuses or status.definition is None:
+def grid_lines(states: PartitionStates) -> list[Text]:
+    """The states of an asset's keys drawn to fit 80 columns: a calendar, a list or strip of symbols, or ranges."""
+    keys, column, definition = states.scope.keys, states.states, states.definition
+    if not keys or definition is None:
         return []
-    calendar = _calendar(statuses, status.definition)
+    calendar = _calendar(keys, column, definition)  # type: ignore[arg-type]
     if calendar is not None:
         return calendar
-    if len(statuses) <= _MAX_NAMED_KEYS:
-        return _named(statuses)
-    if len(statuses) <= _MAX_STRIP_KEYS and not _is_time(status.definition):
-        return _strip(statuses)
-    return _ranges(statuses)
+    if len(keys) <= _MAX_NAMED_KEYS:
+        return _named(keys, column)
+    if len(keys) <= _MAX_STRIP_KEYS and not _is_time(definition):
+        return _strip(column)
+    return _ranges(keys, column)
 
 
 def _is_time(definition: PartitionDef) -> bool:

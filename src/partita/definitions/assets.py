@@ -16,7 +16,6 @@ from partita.definitions.definition import AssetDefinition, Callback
 from partita.definitions.policies import RetryPolicy
 from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import DefinitionError
-from partita.materialization.protocol import check_version
 from partita.partitions.base import PartitionDef
 
 __all__ = ["AssetDefinition", "asset", "asset_name_of", "definition_of"]
@@ -92,6 +91,9 @@ def _check_options(
             "(for example FileMaterialization(root))"
         )
     if version is not None:
+        # Here, not at the top: defining assets without output reuse loads no materialization code.
+        from partita.materialization.protocol import check_version
+
         check_version(version, f"asset {asset_name!r}")
     for option, callback in callbacks.items():
         if callback is not None and not callable(callback):

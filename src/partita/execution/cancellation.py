@@ -14,7 +14,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-__all__ = ["RunCancellation"]
+__all__ = ["DEFAULT_CANCEL_GRACE_SECONDS", "RunCancellation"]
+
+#: How long a cancelled run waits for sync bodies that are already running (here, not in the
+#: engine, so that defining a Flow does not import the engine).
+DEFAULT_CANCEL_GRACE_SECONDS = 10.0
 
 
 class RunCancellation:

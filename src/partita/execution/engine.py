@@ -29,7 +29,7 @@ from partita.execution import log_capture
 from partita.execution.admission import bind_gates
 from partita.execution.attempt_logs import RunLogs
 from partita.execution.callbacks import AssetCallbacks, CallbackRunner, run_flow_callbacks
-from partita.execution.cancellation import RunCancellation
+from partita.execution.cancellation import DEFAULT_CANCEL_GRACE_SECONDS, RunCancellation
 from partita.execution.clock import Clock, SystemClock
 from partita.execution.context import CallbackContext
 from partita.execution.dispatch import Dispatcher
@@ -49,8 +49,6 @@ __all__ = ["DEFAULT_MAX_CONCURRENCY", "RunOptions", "execute_plan", "new_run_id"
 
 #: Invocation limit when neither the flow nor the run sets one.
 DEFAULT_MAX_CONCURRENCY = min(32, (os.cpu_count() or 1) + 4)
-#: How long a cancelled run waits for sync bodies that are already running.
-DEFAULT_CANCEL_GRACE_SECONDS = 10.0
 
 
 

@@ -97,7 +97,7 @@ def _selected(
     if config.partition_range is not None and partition_def.supports_range:
         _check_range_size(partition_def, config.partition_range, source, fields)
     selection = select_partitions((definition,), config, source, fields)
-    formatted = tuple(partition_def.format_key(key) for key in selection.keys)
+    formatted = tuple(map(partition_def.format_key, selection.keys))
     if config.partition_range is not None:
         return StatusScope(ScopeKind.RANGE, f"{fields.range} {formatted[0]} .. {formatted[-1]}", formatted)
     return StatusScope(ScopeKind.KEYS, f"{len(formatted)} selected key{'s' if len(formatted) != 1 else ''}", formatted)

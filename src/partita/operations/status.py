@@ -11,8 +11,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import enum
+import functools
 import gc
-from collections.abc import Iterable, Iterator, Mapping
+import itertools
+import operator
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -29,9 +32,10 @@ from partita.store import Store, open_store, store_url_from_environment
 from partita.store.protocol import AttemptMark, KeyAttempts, LastSuccess
 
 __all__ = [
-    "KeyState", "KeyStatus", "PartitionStatus", "asset_status", "cycles_uncollected", "key_state", "key_states",
-    "partition_status",
+    "KeyState", "KeyStatus", "PartitionStates", "PartitionStatus", "asset_states", "asset_status", "cycles_uncollected",
+    "key_state", "key_states", "partition_status",
 ]  # fmt: skip
+
 
 
 class KeyState(enum.Enum):
@@ -74,29 +78,80 @@ def key_state(success: LastSuccess | None, attempts: KeyAttempts | None) -> KeyS
     return KeyState.MISSING if success is None else KeyState.MATERIALIZED
 
 
+# A status over 100,000 keys builds its records in C: a KeyStatus is the tuple of its
+# fields, made by tuple.__new__ (what KeyStatus._make does, without a Python call per key).
+_NEW_STATUS = functools.partial(tuple.__new__, KeyStatus)
+_STATE_OF = operator.itemgetter(1)  # KeyStatus.state
+
+
+def _deciding(attempts: Mapping[str | None, KeyAttempts]) -> list[tuple[str | None, KeyAttempts]]:
+    """The keys whose attempts change their state: a live run, or a newest outcome that failed."""
+    return [(key, recorded) for key, recorded in attempts.items() if recorded.running is not None or recorded.failed]
+
+
+def _positions(keys: tuple[str | None, ...]) -> dict[str | None, int]:
+    return dict(zip(keys, range(len(keys)), strict=True))
+
+
 def key_states(
     keys: Iterable[str | None],
     successes: Mapping[str | None, LastSuccess],
     attempts: Mapping[str | None, KeyAttempts],
 ) -> tuple[KeyStatus, ...]:
-    """The status of each key of ``keys`` (in their order), from `last_successes` and `key_attempts` answers.
+    """The status of each key of ``keys`` (in their order, each once), from `last_successes` and `key_attempts` answers.
 
+    ``attempts`` may hold only the keys that failed or are running
+    (`RunHistory.failed_or_running_keys`): the others cannot change a state.
     The reusable core of a status: a backfill of missing keys asks the same.
     """
-    found = []
-    append, success_of, attempts_of = found.append, successes.get, attempts.get
+    ordered = tuple(keys)
+    found = list(map(successes.get, ordered))
     materialized, missing = KeyState.MATERIALIZED, KeyState.MISSING
-    for key in keys:
-        success = success_of(key)
-        recorded = attempts_of(key)
-        if recorded is None or (recorded.running is None and not recorded.failed):
-            # The common case, kept cheap: nothing running, no failure newer than any success.
-            append(KeyStatus(key, missing if success is None else materialized, success))
-            continue
-        state = key_state(success, recorded)
-        failure = recorded.last_outcome if state is KeyState.FAILED else None
-        append(KeyStatus(key, state, success, failure, recorded.running))
-    return tuple(found)
+    states = [missing if success is None else materialized for success in found]
+    statuses = list(map(_NEW_STATUS, zip(ordered, states, found, itertools.repeat(None), itertools.repeat(None))))
+    deciding = _deciding(attempts)
+    if deciding:
+        position = _positions(ordered)
+        for key, recorded in deciding:
+            index = position.get(key)
+            if index is None:
+                continue  # a key outside the selection
+            success = found[index]
+            state = key_state(success, recorded)
+            failure = recorded.last_outcome if state is KeyState.FAILED else None
+            statuses[index] = KeyStatus(key, state, success, failure, recorded.running)
+    return tuple(statuses)
+
+
+def _key_state_column(
+    keys: tuple[str | None, ...],
+    succeeded: Collection[str | None],
+    successes: Mapping[str | None, LastSuccess],
+    attempts: Mapping[str | None, KeyAttempts],
+) -> tuple[KeyState, ...]:
+    """The state of each key, as `key_states` decides it, from the keys with a success and the deciding keys' records.
+
+    ``successes`` needs only the keys of ``attempts`` that failed.
+    """
+    materialized, missing = KeyState.MATERIALIZED, KeyState.MISSING
+    states = [materialized if key in succeeded else missing for key in keys]
+    deciding = _deciding(attempts)
+    if deciding:
+        position = _positions(keys)
+        for key, recorded in deciding:
+            index = position.get(key)
+            if index is not None:
+                states[index] = key_state(successes.get(key), recorded)
+    return tuple(states)
+
+
+def _counted(states: Sequence[KeyState]) -> Mapping[KeyState, int]:
+    """Keys per state, every state present.
+
+    One C scan per state: a Counter would call `Enum.__hash__`, a Python
+    method, for each of 100,000 keys.
+    """
+    return MappingProxyType({state: states.count(state) for state in KeyState})
 
 
 class _Times:
@@ -112,11 +167,8 @@ class _Times:
             found = self._texts[second] = dt.datetime.fromtimestamp(second, dt.UTC).isoformat()
         return found
 
-    def mark(self, mark: AttemptMark | LastSuccess | None) -> dict[str, Any] | None:
-        if mark is None:
-            return None
-        timestamp = mark.timestamp
-        return {"run_id": mark.run_id, "at": self.text(timestamp)}
+    def mark(self, mark: AttemptMark | LastSuccess) -> dict[str, Any]:
+        return {"run_id": mark.run_id, "at": self.text(mark.timestamp)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,10 +183,7 @@ class PartitionStatus:
     counts: Mapping[KeyState, int] = field(init=False)
 
     def __post_init__(self) -> None:
-        counts = dict.fromkeys(KeyState, 0)
-        for status in self.keys:
-            counts[status.state] += 1
-        object.__setattr__(self, "counts", MappingProxyType(counts))
+        object.__setattr__(self, "counts", _counted(list(map(_STATE_OF, self.keys))))
 
     def keys_in(self, state: KeyState) -> tuple[str | None, ...]:
         """The keys in ``state``, in key order."""
@@ -142,25 +191,51 @@ class PartitionStatus:
 
     def to_dict(self) -> dict[str, Any]:
         """The asset's entry of the ``partita.partition-status`` document (keys included: see the docs)."""
-        times = _Times()
         return {
             "asset": self.asset,
             "partition": None if self.definition is None else self.definition.describe(),
             "scope": {"kind": self.scope.kind.value, "description": self.scope.description, "retired_keys": self.scope.retired},
             "counts": {state.value: count for state, count in self.counts.items()},
-            "keys": [self._key_entry(status, times) for status in self.keys],
+            "keys": _key_entries(self.keys),
         }
 
-    @staticmethod
-    def _key_entry(status: KeyStatus, times: _Times) -> dict[str, Any]:
-        running = status.running
-        return {
-            "key": status.key,
-            "state": status.state.value,
-            "last_success": times.mark(status.last_success),
-            "last_failure": times.mark(status.last_failure),
+
+def _key_entries(statuses: tuple[KeyStatus, ...]) -> list[dict[str, Any]]:
+    """Each key's entry of the document: one comprehension, no call per key where a field is empty."""
+    mark = _Times().mark
+    value = {state: state.value for state in KeyState}  # Enum.value is a property: once per state, not per key
+    return [
+        {
+            "key": key,
+            "state": value[state],
+            "last_success": None if success is None else mark(success),
+            "last_failure": None if failure is None else mark(failure),
             "running_run_id": None if running is None else running.run_id,
         }
+        for key, state, success, failure, running in statuses
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStates:
+    """The state of each key of one asset without the runs and times behind them: what counts and a grid show.
+
+    `asset_states` reads it with cheaper queries than a `PartitionStatus`
+    takes (which keys have a success at all, and the runs and times of the
+    few keys that failed or are running) and builds no record per key:
+    ``partita status`` draws 100,000 keys from it.
+    """
+
+    asset: str
+    definition: PartitionDef | None
+    scope: StatusScope
+    #: The state of each key of ``scope.keys``, in that order.
+    states: tuple[KeyState, ...]
+    #: Keys per state, every state present.
+    counts: Mapping[KeyState, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "counts", _counted(self.states))
 
 
 @contextlib.contextmanager
@@ -239,9 +314,42 @@ def _asset_status(
         if _is_producer(definition, closure):
             successes = _discovered(store, definition.partition_def.domain)
         else:
-            successes = store.last_successes(name)  # type: ignore[assignment]
-        attempts = store.key_attempts(name)  # type: ignore[assignment]
+            # The covered keys alone: a 30-day window reads 30 keys' events, not every key's.
+            successes = store.last_successes(name, scope.keys)  # type: ignore[arg-type,assignment]
+        attempts = store.failed_or_running_keys(name)  # type: ignore[assignment]
     return PartitionStatus(name, definition.partition_def, scope, key_states(scope.keys, successes, attempts))
+
+
+def asset_states(
+    definition: AssetDefinition,
+    closure: Mapping[str, AssetDefinition],
+    config: RunConfig,
+    store: Store,
+    now: dt.datetime,
+    *,
+    source: KeySource = KeySource.PYTHON,
+    fields: SelectionFields = CONFIG_FIELDS,
+) -> PartitionStates:
+    """The state of each of ``definition``'s keys in ``store``, as `asset_status` decides it, without its records."""
+    if definition.partition_def is None:
+        status = asset_status(definition, closure, config, store, now, source=source, fields=fields)
+        return PartitionStates(status.asset, None, status.scope, tuple(map(_STATE_OF, status.keys)))
+    with cycles_uncollected():
+        scope = status_scope(definition, config, store, now, source=source, fields=fields)
+        name, partition_def = definition.name, definition.partition_def
+        attempts: Mapping[str | None, KeyAttempts] = store.failed_or_running_keys(name)  # type: ignore[assignment]
+        succeeded: Collection[str | None]
+        successes: Mapping[str | None, LastSuccess]
+        if _is_producer(definition, closure):
+            successes = _discovered(store, partition_def.domain)
+            succeeded = successes.keys()
+        else:
+            succeeded = store.succeeded_keys(name, scope.keys)  # type: ignore[arg-type]
+            # Only a failed key compares its failure with its last success: only theirs are read.
+            failed = [key for key, recorded in attempts.items() if recorded.failed and recorded.running is None]
+            successes = store.last_successes(name, [key for key in failed if key is not None])  # type: ignore[assignment]
+        states = _key_state_column(scope.keys, succeeded, successes, attempts)
+        return PartitionStates(name, partition_def, scope, states)
 
 
 def _store_of(flow: Flow, store: Store | str | None) -> tuple[Store, bool]:

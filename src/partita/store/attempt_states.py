@@ -1,11 +1,11 @@
 """What the attempts of an asset say about each of its keys: its newest outcome and a live run.
 
-`SqlRunHistory.key_attempts` and `unkeyed_attempts` read through here for
-``partita status``. Keyed attempts exist only where runs recorded keys
-(``record_partition_keys``) and are read from the partial index
-``ix_partita_attempts_asset_key`` alone, which holds every column read; an
-unpartitioned asset's attempts are found from its newest runs, never by
-scanning every attempt."""
+`SqlRunHistory.key_attempts`, `failed_or_running_keys` and
+`unkeyed_attempts` read through here for ``partita status``. Keyed attempts
+exist only where runs recorded keys (``record_partition_keys``) and are read
+from the partial index ``ix_partita_attempts_asset_key`` alone, which holds
+every column read; an unpartitioned asset's attempts are found from its
+newest runs, never by scanning every attempt."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from partita.store.database import Database
 from partita.store.protocol import AttemptMark, KeyAttempts
 from partita.store.schema import attempts, runs
 
-__all__ = ["read_key_attempts", "read_unkeyed_attempts"]
+__all__ = ["read_failed_or_running", "read_key_attempts", "read_unkeyed_attempts"]
 
 #: Only outcomes of work decide a key's state: skipped and cancelled attempts did none for it.
 _OUTCOMES = ("'success'", "'failed'")
@@ -49,6 +49,24 @@ def _outcome_sql(dialect: str) -> str:
     )
 
 
+def _failed_sql() -> str:
+    """Per key its failed attempts that no outcome finished after: the keys whose newest outcome failed.
+
+    A status needs only these (and running keys), a few among 100,000: the
+    index is walked once without grouping, and each failure is checked by
+    one probe of the same index (key, then finish time). A failure without
+    a finish time counts as the oldest outcome.
+    """
+    outcomes = ", ".join(_OUTCOMES)
+    return (
+        f"SELECT f.partition_key, f.run_id, f.finished_at FROM {attempts.name} f "
+        "WHERE f.asset = ? AND f.partition_key IS NOT NULL AND f.status = 'failed' AND NOT EXISTS ("
+        f"SELECT 1 FROM {attempts.name} s WHERE s.asset = f.asset AND s.partition_key IS NOT NULL "
+        f"AND s.partition_key = f.partition_key AND s.status IN ({outcomes}) "
+        "AND s.finished_at > COALESCE(f.finished_at, 0.0))"
+    )
+
+
 def _running_sql() -> str:
     return (
         f"SELECT a.partition_key, a.run_id, a.started_at, {_RUN_COLUMNS} FROM {attempts.name} a "
@@ -75,28 +93,16 @@ class _RunRow:
         self.status, self.owner_host, self.owner_pid, self.owner_token, self.heartbeat_at = values
 
 
-def _rows(connection: Connection, database: Database, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    # The DBAPI cursor: 100,000 SQLAlchemy rows would cost more than the query.
-    cursor = connection.connection.cursor()
-    try:
-        cursor.execute(database.driver_sql(sql), parameters)
-        return list(cursor.fetchall())
-    finally:
-        cursor.close()
-
-
 def _mark(run_id: Any, timestamp: Any) -> AttemptMark:
     return AttemptMark(str(run_id), 0.0 if timestamp is None else float(timestamp))
 
 
-def read_key_attempts(database: Database, asset: str, status: RunLiveness) -> dict[str, KeyAttempts]:
-    """Each recorded key of ``asset``: its newest outcome, and a live run with it running."""
-    with database.connect() as connection:
-        outcomes = _rows(connection, database, _outcome_sql(database.dialect), (asset,))
-        running = [
-            row for row in _rows(connection, database, _running_sql(), (asset,)) if status(_RunRow(row[3:])) == "running"
-        ]
-    found = {key: KeyAttempts(key, run_id, finished, outcome == "failed") for key, run_id, finished, outcome in outcomes}
+def _live_running(connection: Connection, database: Database, asset: str, status: RunLiveness) -> list[tuple[Any, ...]]:
+    """The running attempts of ``asset``'s keys in runs whose owner lives."""
+    return [row for row in database.rows(connection, _running_sql(), (asset,)) if status(_RunRow(row[3:])) == "running"]
+
+
+def _with_running(found: dict[str, KeyAttempts], running: list[tuple[Any, ...]]) -> dict[str, KeyAttempts]:
     for key, run_id, started, *_ in running:
         mark = _mark(run_id, started)
         recorded = found.get(key)
@@ -104,12 +110,34 @@ def read_key_attempts(database: Database, asset: str, status: RunLiveness) -> di
     return found
 
 
+def read_key_attempts(database: Database, asset: str, status: RunLiveness) -> dict[str, KeyAttempts]:
+    """Each recorded key of ``asset``: its newest outcome, and a live run with it running."""
+    with database.connect() as connection:
+        outcomes = database.rows(connection, _outcome_sql(database.dialect), (asset,))
+        running = _live_running(connection, database, asset, status)
+    found = {key: KeyAttempts(key, run_id, finished, outcome == "failed") for key, run_id, finished, outcome in outcomes}
+    return _with_running(found, running)
+
+
+def read_failed_or_running(database: Database, asset: str, status: RunLiveness) -> dict[str, KeyAttempts]:
+    """The recorded keys of ``asset`` whose newest outcome failed or that a live run is running.
+
+    The same entries `read_key_attempts` gives those keys; the keys left out
+    are those whose attempts cannot change their status.
+    """
+    with database.connect() as connection:
+        failures = database.rows(connection, _failed_sql(), (asset,))
+        running = _live_running(connection, database, asset, status)
+    found = {key: KeyAttempts(key, run_id, finished, True) for key, run_id, finished in failures}
+    return _with_running(found, running)
+
+
 def read_unkeyed_attempts(database: Database, asset: str, status: RunLiveness) -> KeyAttempts:
     """An unpartitioned asset's newest outcome among its newest runs, and a live run of it."""
     newest: tuple[Any, ...] | None = None
     live = None
     with database.connect() as connection:
-        rows = _rows(connection, database, _unkeyed_sql(), (asset, False))
+        rows = database.rows(connection, _unkeyed_sql(), (asset, False))
     for outcome, run_id, started, finished, *run in rows:
         if outcome == "running":
             if live is None and status(_RunRow(tuple(run))) == "running":

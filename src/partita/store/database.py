@@ -218,6 +218,19 @@ class Database:
         """
         return statement if self._dialect == "sqlite" else statement.replace("?", "%s")
 
+    def rows(self, connection: Connection, statement: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """Every row of driver SQL ``statement`` (``?`` placeholders) as plain tuples, through the DBAPI cursor.
+
+        For reads of a row per key (``partita status``): 100,000 SQLAlchemy
+        rows would cost more than the query.
+        """
+        cursor = connection.connection.cursor()
+        try:
+            cursor.execute(self.driver_sql(statement), parameters)
+            return list(cursor.fetchall())
+        finally:
+            cursor.close()
+
     def upsert_sql(self, table: Any, keys: tuple[str, ...], only: set[str] | None = None) -> str:
         """`upsert_sql` for this backend: prepare it once, run it with `upsert`."""
         return upsert_sql(table, keys, only, unnest=self._dialect == "postgresql")

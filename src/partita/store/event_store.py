@@ -7,7 +7,10 @@ lost acknowledgement into the first event's receipt instead of a second event.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import operator
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
@@ -24,10 +27,53 @@ from partita.store.schema import events
 __all__ = ["SqlEventStore"]
 
 _ID_CHUNK = 500
+#: Up to this many keys are asked for by name; more by the span from the least to the greatest.
+_NAMED_KEYS = 4 * _ID_CHUNK
+#: An asset's keyed outlet events: the partial index ``ix_partita_events_outlet_key`` holds exactly these.
+_OUTLET_KEYS = f"asset = ? AND source_kind = '{SourceKind.OUTLET.value}' AND partition_key IS NOT NULL"
+_FIRST = operator.itemgetter(0)
+_LAST_SUCCESS = functools.partial(tuple.__new__, LastSuccess)
 
 
 def _never_transient(_: BaseException) -> bool:
     return False
+
+
+@dataclass(frozen=True, slots=True)
+class _KeySelection:
+    """How a read limited to given keys asks for them: by name when few, else by their span, then kept in memory.
+
+    A status's keys are few (a 30-day window among 100,000 days: the index
+    reads only their entries) or many (a range of 100,000 days: one range
+    scan instead of 200 lists of names). The span is compared as code
+    points, as Python orders text: SQLite's binary collation does, and on
+    PostgreSQL the comparison says ``COLLATE "C"``.
+    """
+
+    #: (SQL to add to the WHERE clause, its parameters) per query; one empty condition: every key.
+    conditions: tuple[tuple[str, tuple[str, ...]], ...]
+    wanted: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, keys: Collection[str] | None, dialect: str) -> _KeySelection:
+        if keys is None:
+            return cls((("", ()),))
+        wanted = frozenset(keys)
+        if len(wanted) <= _NAMED_KEYS:
+            names = sorted(wanted)
+            chunks = (tuple(names[start : start + _ID_CHUNK]) for start in range(0, len(names), _ID_CHUNK))
+            return cls(tuple((f" AND partition_key IN ({', '.join('?' * len(chunk))})", chunk) for chunk in chunks))
+        column = "partition_key" if dialect == "sqlite" else 'partition_key COLLATE "C"'
+        return cls(((f" AND {column} >= ? AND {column} <= ?", (min(wanted), max(wanted))),), wanted)
+
+    def kept(self, found: Any) -> Any:
+        """``found`` (a set of keys, or a dict by key) without the keys a span brought that were not asked for."""
+        if self.wanted is None:
+            return found
+        if isinstance(found, dict):
+            kept = found.keys() & self.wanted  # set operations in C, as the rows were built
+            return dict(zip(kept, map(found.__getitem__, kept)))
+        return found & self.wanted
 
 
 class SqlEventStore:
@@ -106,40 +152,56 @@ class SqlEventStore:
         with self._failures("list events"):
             return retry_transient(read)
 
-    def last_successes(self, asset: str) -> dict[str, LastSuccess]:
-        """Each key of ``asset`` with its newest outlet event, read from the outlet-key index alone.
+    def last_successes(self, asset: str, keys: Collection[str] | None = None) -> dict[str, LastSuccess]:
+        """Each key of ``asset`` (of ``keys``, when given) with its newest outlet event, from the outlet-key index alone.
 
-        The index covers every column read, so no event row is visited. The literal ``source_kind = 'outlet'`` matches the partial index's
+        The index covers every column read, so no event row is visited. The
+        literal ``source_kind = 'outlet'`` matches the partial index's
         condition, which a bound parameter would not; SQLite takes the other
         columns of a ``MAX`` aggregate from the row that holds the maximum,
         PostgreSQL says the same with ``DISTINCT ON``.
         """
-        where = f"asset = ? AND source_kind = '{SourceKind.OUTLET.value}' AND partition_key IS NOT NULL"
-        if self._database.dialect == "sqlite":
-            query = (
-                f"SELECT partition_key, MAX(id), source_run_id, timestamp FROM {events.name} "
-                f"WHERE {where} GROUP BY partition_key"
-            )
-        else:
-            query = (
-                f"SELECT DISTINCT ON (partition_key) partition_key, id, source_run_id, timestamp "
-                f"FROM {events.name} WHERE {where} ORDER BY partition_key, id DESC"
-            )
+        selection = _KeySelection.of(keys, self._database.dialect)
 
         def read(_: int) -> dict[str, LastSuccess]:
+            found: dict[str, LastSuccess] = {}
             with self._database.connect() as connection:
-                # The DBAPI cursor: 100,000 SQLAlchemy rows would cost more than the query.
-                cursor = connection.connection.cursor()
-                try:
-                    cursor.execute(self._database.driver_sql(query), (asset,))
-                    rows = cursor.fetchall()
-                finally:
-                    cursor.close()
-            make = LastSuccess._make
-            return {row[0]: make(row) for row in rows}
+                for condition, parameters in selection.conditions:
+                    rows = self._database.rows(connection, self._last_successes_sql(condition), (asset, *parameters))
+                    # Built in C (a row is already the tuple a LastSuccess is): 100,000 calls of
+                    # LastSuccess._make would cost a quarter of the query.
+                    found.update(zip(map(_FIRST, rows), map(_LAST_SUCCESS, rows)))
+            return selection.kept(found)
 
         with self._failures("read the last successes"):
             return retry_transient(read)
+
+    def succeeded_keys(self, asset: str, keys: Collection[str] | None = None) -> frozenset[str]:
+        """The keys of `last_successes` (among ``keys``, when given), from the same index, without grouping by key."""
+        selection = _KeySelection.of(keys, self._database.dialect)
+
+        def read(_: int) -> frozenset[str]:
+            found: set[str] = set()
+            with self._database.connect() as connection:
+                for condition, parameters in selection.conditions:
+                    query = f"SELECT DISTINCT partition_key FROM {events.name} WHERE {_OUTLET_KEYS}{condition}"
+                    found.update(map(_FIRST, self._database.rows(connection, query, (asset, *parameters))))
+            return frozenset(selection.kept(found))
+
+        with self._failures("read the last successes"):
+            return retry_transient(read)
+
+    def _last_successes_sql(self, condition: str) -> str:
+        where = _OUTLET_KEYS + condition
+        if self._database.dialect == "sqlite":
+            return (
+                f"SELECT partition_key, MAX(id), source_run_id, timestamp FROM {events.name} "
+                f"WHERE {where} GROUP BY partition_key"
+            )
+        return (
+            f"SELECT DISTINCT ON (partition_key) partition_key, id, source_run_id, timestamp "
+            f"FROM {events.name} WHERE {where} ORDER BY partition_key, id DESC"
+        )
 
     def last_unkeyed_success(self, asset: str) -> LastSuccess | None:
         """The newest outlet event of ``asset`` without a key, from the same partial index (NULL keys are in it)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -319,6 +319,14 @@ class RunHistory(Protocol):
         """The run's kept log lines matching ``query``, in write order; `UnknownRunError` for an unknown run."""
         ...
 
+    def failed_or_running_keys(self, asset: str) -> dict[str, KeyAttempts]:
+        """The keys of `key_attempts` whose newest outcome failed or that a live run is running, with the same entries.
+
+        The only keys whose attempts change their status: a status reads these
+        instead of an entry for every recorded key.
+        """
+        ...
+
     def unkeyed_attempts(self, asset: str) -> KeyAttempts:
         """The same for an unpartitioned asset, read from its newest runs."""
         ...
@@ -362,8 +370,16 @@ class EventStore(Protocol):
         kinds: Sequence[SourceKind] | None = None,
     ) -> list[AssetEvent]: ...
 
-    def last_successes(self, asset: str) -> dict[str, LastSuccess]:
-        """Each key of ``asset`` that a successful attempt materialized, with its newest outlet event."""
+    def last_successes(self, asset: str, keys: Collection[str] | None = None) -> dict[str, LastSuccess]:
+        """Each key of ``asset`` that a successful attempt materialized, with its newest outlet event.
+
+        ``keys`` limits the answer to those keys (a status asks for the keys it covers, and the store
+        reads only their index entries).
+        """
+        ...
+
+    def succeeded_keys(self, asset: str, keys: Collection[str] | None = None) -> frozenset[str]:
+        """The keys of `last_successes` (among ``keys``, when given), without their events: cheaper when only keys matter."""
         ...
 
     def last_unkeyed_success(self, asset: str) -> LastSuccess | None:

@@ -21,7 +21,7 @@ from partita.events.model import EventDraft, SourceKind
 from partita.execution.attempt_logs import LogBatch
 from partita.results.record import AttemptRecord, TaskRecord
 from partita.store.attempt_log_rows import read_logs, write_logs
-from partita.store.attempt_states import read_key_attempts, read_unkeyed_attempts
+from partita.store.attempt_states import read_failed_or_running, read_key_attempts, read_unkeyed_attempts
 from partita.store.database import Database
 from partita.store.liveness import owner_is_alive
 from partita.store.protocol import (
@@ -373,6 +373,15 @@ class SqlRunHistory:
         """
         with self._failures("read the attempts of an asset's keys"):
             return retry_transient(lambda _: read_key_attempts(self._database, asset, self.status))
+
+    def failed_or_running_keys(self, asset: str) -> dict[str, KeyAttempts]:
+        """The keys of `key_attempts` whose newest outcome failed or that a live run is running, with the same entries.
+
+        Only these keys' attempts change a status; reading them alone skips
+        building an entry for each of 100,000 keys that succeeded.
+        """
+        with self._failures("read the attempts of an asset's keys"):
+            return retry_transient(lambda _: read_failed_or_running(self._database, asset, self.status))
 
     def unkeyed_attempts(self, asset: str) -> KeyAttempts:
         """An unpartitioned asset's newest failure and success (among its newest runs) and a live run of it."""

@@ -9,7 +9,7 @@ concern can hold that store alone.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from sqlalchemy import Engine
 
@@ -132,6 +132,10 @@ class SqlStore:
         """Each key of ``asset`` with recorded attempts: its newest failure, success, and a live run of it."""
         return self.run_history.key_attempts(asset)
 
+    def failed_or_running_keys(self, asset: str) -> dict[str, KeyAttempts]:
+        """The keys of `key_attempts` whose newest outcome failed or that a live run is running."""
+        return self.run_history.failed_or_running_keys(asset)
+
     def unkeyed_attempts(self, asset: str) -> KeyAttempts:
         """An unpartitioned asset's newest failure and success and a live run of it."""
         return self.run_history.unkeyed_attempts(asset)
@@ -169,9 +173,13 @@ class SqlStore:
             asset=asset, partition_key=partition_key, since=since, limit=limit, run_id=run_id, kinds=kinds
         )
 
-    def last_successes(self, asset: str) -> dict[str, LastSuccess]:
-        """Each key of ``asset`` that a successful attempt materialized, with its newest outlet event."""
-        return self.event_store.last_successes(asset)
+    def last_successes(self, asset: str, keys: Collection[str] | None = None) -> dict[str, LastSuccess]:
+        """Each key of ``asset`` (of ``keys``, when given) that an attempt materialized, with its newest outlet event."""
+        return self.event_store.last_successes(asset, keys)
+
+    def succeeded_keys(self, asset: str, keys: Collection[str] | None = None) -> frozenset[str]:
+        """The keys of ``asset`` (among ``keys``, when given) that an attempt materialized (those of `last_successes`)."""
+        return self.event_store.succeeded_keys(asset, keys)
 
     def last_unkeyed_success(self, asset: str) -> LastSuccess | None:
         """The newest outlet event of ``asset`` without a key (an unpartitioned asset's last success)."""

@@ -1,6 +1,6 @@
 """The attempt-state contract behind ``partita status``: each key's newest failure, success and live run.
 
-Driven through `RunHistory.key_attempts` / `unkeyed_attempts` and
+Driven through `RunHistory.key_attempts` / `failed_or_running_keys` / `unkeyed_attempts` and
 `EventStore.last_unkeyed_success` on SQLite and PostgreSQL. A key is named
 only by runs that recorded keys; a run is live as `get_run` judges it (a
 dead owner's running attempt is not running).
@@ -92,6 +92,31 @@ def test_other_assets_attempts_are_not_this_assets(run_history):
 
     assert run_history.key_attempts("load") == {}
     assert set(run_history.key_attempts("publish")) == {"a"}
+
+
+def test_failed_or_running_keys_are_exactly_the_key_attempts_entries_that_failed_or_run(run_history):
+    # a: failed then succeeded; b: succeeded then failed; c: failed, a skip after it; d: only succeeded;
+    # e: failed twice, the newer counts; f: running in a live run; g: running under a dead owner.
+    _run(run_history, "r1" * 16, [
+        _attempt(0, "a", "failed", 100.0), _attempt(1, "b", "success", 100.0), _attempt(2, "c", "failed", 100.0),
+        _attempt(3, "d", "success", 100.0), _attempt(4, "e", "failed", 100.0),
+    ])  # fmt: skip
+    _run(run_history, "r2" * 16, [
+        _attempt(0, "a", "success", 200.0), _attempt(1, "b", "failed", 200.0), _attempt(2, "c", "skipped", 300.0),
+        _attempt(3, "e", "failed", 250.0),
+    ])  # fmt: skip
+    _run(run_history, "live" * 8, [_attempt(0, "f", "running", None), _attempt(1, "b", "running", None)], status=None)
+    _run(run_history, "dead" * 8, [_attempt(0, "g", "running", None)], status=None, pid=dead_pid())
+
+    found = run_history.failed_or_running_keys("load")
+
+    every = run_history.key_attempts("load")
+    assert found == {key: entry for key, entry in every.items() if entry.failed or entry.running is not None}
+    assert set(found) == {"b", "c", "e", "f"}
+    assert (found["e"].outcome_run_id, found["e"].outcome_at, found["e"].failed) == ("r2" * 16, 250.0, True)
+    assert found["b"].running is not None and found["b"].running.run_id == "live" * 8
+    assert found["f"].failed is False and found["f"].last_outcome is None
+    assert run_history.failed_or_running_keys("other") == {}
 
 
 def test_an_unpartitioned_assets_newest_outcomes_and_live_run(run_history):

@@ -227,3 +227,41 @@ def test_last_successes_ignore_published_events_other_assets_and_unkeyed_outlets
 
     assert event_store.last_successes("load") == {}
     assert set(event_store.last_successes("other")) == {"a"}
+
+
+def test_last_successes_of_given_keys_answer_those_keys_alone_past_any_chunk(event_store):
+    for key in ("a", "b", "c"):
+        event_store.record_event(_outlet_at("load", key, "run-1", WHEN))
+    newest = event_store.record_event(_outlet_at("load", "c", "run-2", WHEN + dt.timedelta(hours=1)))
+    asked = ["c", "a", *(f"unknown-{number}" for number in range(1200))]
+
+    successes = event_store.last_successes("load", asked)
+
+    assert set(successes) == {"a", "c"}
+    assert (successes["c"].event_id, successes["c"].run_id) == (newest.id, "run-2")
+    assert successes["c"] == event_store.last_successes("load")["c"]
+    assert event_store.last_successes("load", []) == {}
+
+
+def test_succeeded_keys_are_the_keys_of_last_successes(event_store):
+    event_store.record_event(_outlet_at("load", "a", "run-1", WHEN))
+    event_store.record_event(_outlet_at("load", "a", "run-2", WHEN))
+    event_store.record_event(_outlet_at("load", "b", "run-1", WHEN))
+    event_store.record_event(_outlet_at("load", None, "run-1", WHEN))
+    event_store.record_event(_outlet_at("other", "c", "run-1", WHEN))
+    event_store.record_event(draft("load", key="published", dedupe_key="key:published"))
+
+    assert event_store.succeeded_keys("load") == frozenset({"a", "b"}) == frozenset(event_store.last_successes("load"))
+    assert event_store.succeeded_keys("never") == frozenset()
+
+
+@pytest.mark.parametrize("asked", ["few", "many"])  # many: read by their span, not by name
+def test_reads_limited_to_given_keys_answer_exactly_those_keys(event_store, asked):
+    for key in ("a", "b", "c", "d", "é"):
+        event_store.record_event(_outlet_at("load", key, "run-1", WHEN))
+    wanted = ["b", "d", "é"] + ([] if asked == "few" else [f"c-{number:04}" for number in range(3000)])
+
+    assert event_store.succeeded_keys("load", wanted) == frozenset({"b", "d", "é"})
+    assert set(event_store.last_successes("load", wanted)) == {"b", "d", "é"}
+    assert event_store.last_successes("load", wanted)["d"] == event_store.last_successes("load")["d"]
+    assert event_store.succeeded_keys("load", []) == frozenset() and event_store.last_successes("load", ()) == {}
