@@ -72,7 +72,7 @@ class _KeySelection:
             return found
         if isinstance(found, dict):
             kept = found.keys() & self.wanted  # set operations in C, as the rows were built
-            return dict(zip(kept, map(found.__getitem__, kept)))
+            return dict(zip(kept, map(found.__getitem__, kept), strict=True))
         return found & self.wanted
 
 
@@ -170,7 +170,7 @@ class SqlEventStore:
                     rows = self._database.rows(connection, self._last_successes_sql(condition), (asset, *parameters))
                     # Built in C (a row is already the tuple a LastSuccess is): 100,000 calls of
                     # LastSuccess._make would cost a quarter of the query.
-                    found.update(zip(map(_FIRST, rows), map(_LAST_SUCCESS, rows)))
+                    found.update(zip(map(_FIRST, rows), map(_LAST_SUCCESS, rows), strict=True))
             return selection.kept(found)
 
         with self._failures("read the last successes"):
