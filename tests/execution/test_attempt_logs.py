@@ -9,6 +9,7 @@ executor are module level, so forked workers find them.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 import time
@@ -16,6 +17,7 @@ import time
 import pytest
 
 import partita as p
+from partita.store.attempt_log_rows import sorted_for_reading
 from partita.store.protocol import LogQuery
 
 DAYS = p.DatePartitionDef()
@@ -36,6 +38,12 @@ def in_worker(context) -> int:
 def fails_in_worker(context) -> int:
     context.logger.warning("about to fail for %s", context.partition_key)
     raise ValueError("worker body failed")
+
+
+@p.asset(registry=REGISTRY)
+def chatty_in_worker(context) -> None:
+    for number in range(1, 6):
+        context.logger.info("worker line %d", number)
 
 
 def _messages(result: p.RunResult, asset: str, key: object = None) -> list[str]:
@@ -259,6 +267,62 @@ def test_a_retried_attempt_keeps_the_lines_of_every_invocation_numbered_by_invoc
         (1, 1, "try 1"),
         (2, 2, "try 2"),
     ]
+
+
+def test_a_retry_that_logs_past_the_head_is_cut_across_its_invocations_alike_in_the_result_and_the_store(
+    store,
+) -> None:
+    registry = p.AssetRegistry()
+
+    @p.asset(registry=registry, retry=p.RetryPolicy(max_attempts=2, delay=0.0))
+    def flaky(context) -> None:
+        invocation = context.invocation_number
+        for number in range(1, 4 if invocation == 1 else 5):  # 3 lines, all in the head; then 4 more
+            context.logger.info("try %d line %d", invocation, number)
+        if invocation == 1:
+            raise RuntimeError("first try fails")
+
+    result = p.Flow(["flaky"], registry=registry, store=store, log_capture=p.LogCapture(head=4, tail=2)).run()
+
+    assert result.succeeded
+    expected = [
+        (1, 1, "try 1 line 1"), (1, 2, "try 1 line 2"), (1, 3, "try 1 line 3"), (2, 4, "try 2 line 1"),
+        (2, 5, "1 line cut"), (2, 6, "try 2 line 3"), (2, 7, "try 2 line 4"),
+    ]
+    assert [(line.invocation, line.seq, line.message) for line in result.logs("flaky")] == expected
+    stored = sorted_for_reading(store.attempt_logs(result.run_id))
+    assert [(s.line.invocation, s.line.seq, s.line.message) for s in stored] == expected
+
+
+def test_a_worker_cut_with_no_tail_window_is_kept_and_stored_as_its_marker(store) -> None:
+    flow = p.Flow(
+        ["chatty_in_worker"], registry=REGISTRY, executor="process", store=store,
+        log_capture=p.LogCapture(head=2, tail=0),
+    )
+    result = flow.run()
+
+    expected = ["worker line 1", "worker line 2", "3 lines cut"]
+    assert _messages(result, "chatty_in_worker") == expected
+    assert [s.line.message for s in sorted_for_reading(store.attempt_logs(result.run_id))] == expected
+
+
+def test_a_runs_kept_lines_leave_nothing_for_the_garbage_collector_to_visit_again() -> None:
+    # Each full collection visits every tracked object: a line object per logged line would
+    # make every later collection of the process slower, as the engine's own objects do.
+    registry = p.AssetRegistry()
+
+    @p.asset(partition_def=DAYS, registry=registry)
+    def logs_once(context) -> None:
+        context.logger.info("line for %s", context.partition_key)
+
+    result = p.Flow(["logs_once"], registry=registry).run({"partition_keys": KEYS})
+    gc.collect()
+    gc.collect()  # a tuple is left alone once its items are: a full collection may meet the head before its line
+
+    kept = list(result.attempt_logs.values())
+    assert len(kept) == len(KEYS)
+    assert not any(gc.is_tracked(lines) or any(map(gc.is_tracked, lines)) for lines in kept)
+    assert _messages(result, "logs_once", KEYS[0]) == [f"line for {KEYS[0]}"]
 
 
 def test_lines_reach_the_store_while_the_attempt_still_runs(store) -> None:

@@ -8,6 +8,13 @@ in the same transaction as the attempts' progress. A line that the tail
 window pushed out before it was written is never written; one written and
 cut later is deleted by the range the cut marker covers, in the same
 transaction that writes the marker.
+
+Lines are kept as plain `LogRow` tuples, and an attempt whose invocation
+ended with every line in its head is kept as that tuple of lines alone (its
+`AttemptLog` is dropped, and rebuilt by a retry): a run keeps no object per
+logged line, or per attempt, that the garbage collector must visit again in
+each full collection. Those collections, over a heap that grows with the
+run, cost more than keeping the line itself.
 """
 
 from __future__ import annotations
@@ -15,11 +22,12 @@ from __future__ import annotations
 import collections
 import contextvars
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from partita.results.logs import LogCapture, LogLine, LogStream
+from partita.results.logs import LogCapture, LogLine, LogRow, LogStream
 
 __all__ = ["AttemptLog", "LogBatch", "LogCut", "LogListener", "RunLogs", "current_attempt_log"]
 
@@ -43,21 +51,26 @@ class LogListener(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class LogCut:
-    """An attempt's cut so far: lines ``first_seq..last_seq`` are gone; ``marker`` says how many."""
+    """An attempt's cut grew: the rows ``gone`` (its earlier marker, lines written before they were cut) go.
 
-    asset: str
-    index: int
-    first_seq: int
-    last_seq: int
-    marker: LogLine
+    ``marker`` replaces them, counting every line cut so far.
+    """
+
+    gone: tuple[int, ...]
+    marker: LogRow
 
 
 @dataclass(frozen=True, slots=True)
 class LogBatch:
-    """Lines to insert, and cuts whose range is deleted (and whose marker is inserted) before them."""
+    """Rows to write, numbered from ``first_id`` in the run's write order: the cuts' markers, then ``lines``.
 
-    lines: Sequence[LogLine]
+    The writer assigns the numbers (one writer per run: the journal of the
+    process that runs it), so a replayed batch writes the same rows again.
+    """
+
+    lines: Sequence[LogRow]
     cuts: Sequence[LogCut] = ()
+    first_id: int = 1
 
     def __bool__(self) -> bool:
         return bool(self.lines or self.cuts)
@@ -78,29 +91,32 @@ class AttemptLog:
 
     __slots__ = (
         "asset", "index", "partition_key", "invocation", "seq", "head", "tail", "cut", "first_cut_at",
-        "run", "_format", "_key_text", "_partial",
+        "run", "kept", "_format", "_key_text", "_partial",
     )
 
     def __init__(
-        self, run: RunLogs, asset: str, index: int, partition_key: Any, format_key: Callable[[Any], str] | None
+        self,
+        run: RunLogs,
+        asset: str,
+        index: int,
+        partition_key: Any,
+        format_key: Callable[[Any], str] | None,
+        head: tuple[LogRow, ...] = (),
     ) -> None:
         self.asset = asset
         self.index = index
         self.partition_key = partition_key
         self.invocation = 1
-        self.seq = 0
-        self.head: tuple[LogLine, ...] = ()
-        self.tail: collections.deque[LogLine] | None = None
+        self.seq = len(head)
+        self.head = head
+        self.tail: collections.deque[LogRow] | None = None
         self.cut = 0
         self.run = run
+        #: Whether the run holds this log (from its first line on) rather than its head alone, or nothing.
+        self.kept = False
         self._format = format_key
         self._key_text: str | None = None
         self._partial: dict[str, str] | None = None
-
-    @property
-    def has_partial_output(self) -> bool:
-        """Whether output without its final newline waits for the invocation's end."""
-        return bool(self._partial)
 
     @property
     def output(self) -> bool:
@@ -126,9 +142,9 @@ class AttemptLog:
         if len(message) > run.line_chars:
             message = _shortened(message, run.line_chars)
         seq = self.seq = self.seq + 1
-        if seq == 1:  # the attempt's first line: from now on the run keeps its log
-            run._attempts.setdefault((self.asset, self.index), self)
-        line = LogLine(self.asset, self.index, self.invocation, seq, at, stream, level, logger, message)
+        if not self.kept:  # the invocation's first line: from now on the run keeps this log
+            run.keep(self)
+        line = (self.asset, self.index, self.invocation, seq, at, stream, level, logger, message)
         if seq <= run.head:
             # A tuple, not a list: once its lines are, it is no object for the garbage collector to visit.
             self.head += (line,)
@@ -136,6 +152,7 @@ class AttemptLog:
             tail = self.tail
             if tail is None:
                 tail = self.tail = collections.deque(maxlen=run.tail or None)
+                run.any_tail = True  # before the line is queued: a drain that takes it sees the flag
             if tail.maxlen is None:  # no tail window: every line after the head is cut
                 self._count_cut(line)
             else:
@@ -148,18 +165,17 @@ class AttemptLog:
         if run.listeners:
             run.show(self, line)
 
-    def _count_cut(self, line: LogLine) -> None:
+    def _count_cut(self, line: LogRow) -> None:
         if not self.cut:
-            self.first_cut_at = line.at
-            self.run.any_cut = True
+            self.first_cut_at = line[4]
         self.cut += 1
 
     def skip(self, count: int, at: float) -> None:
         """``count`` lines were cut elsewhere (a worker process): they, and the tail so far, are cut here."""
         tail = self.tail or ()
         if not self.cut:
-            self.first_cut_at = tail[0].at if tail else at
-            self.run.any_cut = True
+            self.first_cut_at = tail[0][4] if tail else at
+        self.run.any_tail = True  # a cut, with or without a tail: drains must look
         self.cut += len(tail) + count
         if self.tail is not None:
             self.tail.clear()
@@ -177,36 +193,46 @@ class AttemptLog:
         if rest:
             partial[stream] = rest
 
-    def end_invocation(self, at: float) -> None:
-        """Keep what an invocation wrote without a final newline."""
+    def end_invocation(self, at: Callable[[], float]) -> None:
+        """Keep what the invocation wrote without a final newline, and let the run keep its head alone if it can."""
         partial = self._partial
-        while partial:
-            stream, rest = partial.popitem()
-            self.add(stream, None, None, rest, at)
+        if partial:
+            now = at()
+            while partial:
+                stream, rest = partial.popitem()
+                self.add(stream, None, None, rest, now)
+        if self.kept and self.tail is None and not self.cut:
+            self.run.compact(self)
 
-    def marker(self) -> LogLine | None:
+    def marker(self) -> LogRow | None:
         """The cut marker, numbered as the first line it replaces; None while nothing is cut."""
         if not self.cut:
             return None
         lines = "line" if self.cut == 1 else "lines"
-        return LogLine(
+        return (
             self.asset, self.index, self.invocation, self.run.head + 1, self.first_cut_at, LogStream.CUT.value, None,
             None, f"{self.cut} {lines} cut",
         )
 
-    def lines(self) -> tuple[LogLine, ...]:
-        if self.tail is None:
-            return self.head
+    def lines(self) -> tuple[LogRow, ...]:
         marker = self.marker()
-        return (*self.head, *(() if marker is None else (marker,)), *self.tail)
+        if marker is None and self.tail is None:
+            return self.head
+        # A cut without a tail window (or of a worker's lines) has a marker and no tail.
+        return (*self.head, *(() if marker is None else (marker,)), *(self.tail or ()))
 
 
 class RunLogs:
-    """Every attempt log of one run, the listeners that see lines live, and the lines the store has not got yet."""
+    """Every attempt log of one run, the listeners that see lines live, and the lines the store has not got yet.
+
+    An attempt that logged is held as its `AttemptLog` while it may still
+    grow past its head, and as its head's lines alone once an invocation
+    ended within the head.
+    """
 
     __slots__ = (
-        "capture", "head", "tail", "line_chars", "listeners", "pending", "echo_warnings", "any_cut", "annotate",
-        "_attempts", "_stored_cuts",
+        "capture", "head", "tail", "line_chars", "listeners", "pending", "echo_warnings", "any_tail", "annotate",
+        "_attempts", "_written", "_tail_ids", "_stored_cuts",
     )
 
     def __init__(self, capture: LogCapture, listeners: Iterable[LogListener] = ()) -> None:
@@ -215,16 +241,21 @@ class RunLogs:
         self.head, self.tail, self.line_chars = capture.head, capture.tail, capture.line_chars
         self.listeners = tuple(listeners)
         #: Lines a journal has not drained yet; None when nothing drains them (no store).
-        self.pending: collections.deque[LogLine] | None = None
+        self.pending: collections.deque[LogRow] | None = None
         #: With no listener, WARNING and up still reach stderr when nothing else handles them (as before capture).
         self.echo_warnings = not self.listeners
-        #: Whether any attempt has cut lines: until then a drain keeps every line as it is.
-        self.any_cut = False
+        #: Whether any attempt has lines past its head (or a cut): until then a drain writes every line as it is.
+        self.any_tail = False
         #: Whether records are named by asset and key for other handlers (set when the run starts:
         #: only when another handler sees them, since the key's text costs a format per attempt).
         self.annotate = False
-        self._attempts: dict[tuple[str, int], AttemptLog] = {}
-        self._stored_cuts: dict[tuple[str, int], int] = {}
+        self._attempts: dict[tuple[str, int], AttemptLog | tuple[LogRow, ...]] = {}
+        # The drains' own state (one drainer, the journal's flusher): rows numbered so far, the
+        # (seq, id) of rows written past an attempt's head (a cut may delete them later), and
+        # each attempt's stored cut as (lines cut, its marker's id).
+        self._written = 0
+        self._tail_ids: dict[tuple[str, int], collections.deque[tuple[int, int]]] = {}
+        self._stored_cuts: dict[tuple[str, int], tuple[int, int]] = {}
 
     def for_attempt(
         self,
@@ -239,69 +270,120 @@ class RunLogs:
         The run keeps a log only from its first line on: most bodies log
         nothing, and a log kept per attempt would double a run's memory.
         """
-        log = self._attempts.get((asset, index))
-        if log is None:
-            log = AttemptLog(self, asset, index, partition_key, format_key)
+        held = self._attempts.get((asset, index))
+        if isinstance(held, AttemptLog):
+            log = held
+        else:  # a retry of an attempt held as its head goes on from there
+            log = AttemptLog(self, asset, index, partition_key, format_key, held or ())
         log.invocation = invocation
         return log
+
+    def keep(self, log: AttemptLog) -> None:
+        """Hold ``log`` from now on (its invocation's first line), unless a later log of its attempt took over.
+
+        A task the body left running can log after its invocation ended;
+        its log takes the attempt back only if nothing replaced the head.
+        """
+        key = (log.asset, log.index)
+        held = self._attempts.get(key)
+        if held is None or held is log.head:
+            self._attempts[key] = log
+        log.kept = True
+
+    def compact(self, log: AttemptLog) -> None:
+        """Hold the head's lines alone: ``log`` ended an invocation with nothing beyond its head."""
+        key = (log.asset, log.index)
+        if self._attempts.get(key) is log:
+            self._attempts[key] = log.head
+        log.kept = False
 
     def keep_for_store(self) -> None:
         """Queue lines for a journal to drain (without one, lines stay in memory only)."""
         if self.pending is None:
             self.pending = collections.deque()
 
-    def show(self, log: AttemptLog, line: LogLine) -> None:
+    def show(self, log: AttemptLog, line: LogRow) -> None:
         """Hand a kept line to the listeners."""
         if self.listeners:
+            shown = LogLine._make(line)
             # Outside the attempt while showing it: what a listener writes is not the body's output.
             token = current_attempt_log.set(None)
             try:
                 for listener in self.listeners:
                     try:
-                        listener.on_log(line, log.key_text)
+                        listener.on_log(shown, log.key_text)
                     except Exception:  # noqa: BLE001 - showing a line must not fail the body that logged it
                         _log.exception("log listener %r raised; the line is kept", listener)
             finally:
                 current_attempt_log.reset(token)
 
-    def merge(self, log: AttemptLog, lines: Sequence[LogLine]) -> None:
+    def merge(self, log: AttemptLog, lines: Sequence[LogRow]) -> None:
         """Lines a worker process kept, added to the attempt's log here (numbered and bounded anew)."""
-        for line in lines:
-            if line.stream == LogStream.CUT:
-                log.skip(int(line.message.split(" ", 1)[0]), line.at)
+        for _, _, invocation, _, at, stream, level, logger, message in lines:
+            if stream == LogStream.CUT:
+                log.skip(int(message.split(" ", 1)[0]), at)
             else:
-                log.invocation = line.invocation
-                log.add(line.stream, line.level, line.logger, line.message, line.at)
-        if log.seq:  # a cut alone (no head kept) registers no line: the log is kept all the same
-            self._attempts.setdefault((log.asset, log.index), log)
+                log.invocation = invocation
+                log.add(stream, level, logger, message, at)
+        if log.seq and not log.kept:  # a cut alone (no head kept) registers no line: the log is kept all the same
+            self.keep(log)
+        log.end_invocation(time.time)
 
     def drain(self) -> LogBatch:
-        """The lines logged since the last drain that are still kept, and the cuts that grew."""
+        """The lines logged since the last drain that are still kept, and the cuts that grew, numbered."""
         pending = self.pending
+        first_id = self._written + 1
         if not pending:
-            return LogBatch(())
+            return LogBatch((), first_id=first_id)
         taken = [pending.popleft() for _ in range(len(pending))]
-        if not self.any_cut:
-            return LogBatch(taken)
+        if not self.any_tail:  # every line is in its attempt's head: kept, and never cut
+            self._written += len(taken)
+            return LogBatch(taken, first_id=first_id)
         head = self.head
-        attempts = self._attempts
         cuts: list[LogCut] = []
         cut_now: dict[tuple[str, int], int] = {}
         for line in taken:
-            key = (line.asset, line.index)
+            key = (line[0], line[1])
             if key not in cut_now:
-                log = attempts[key]
-                cut_now[key] = count = log.cut
-                if count > self._stored_cuts.get(key, 0):
-                    self._stored_cuts[key] = count
-                    marker = log.marker()
-                    assert marker is not None
-                    cuts.append(LogCut(line.asset, line.index, head + 1, head + count, marker))
-        kept = [line for line in taken if not head < line.seq <= head + cut_now[(line.asset, line.index)]]
-        return LogBatch(kept, cuts)
+                cut_now[key] = self._cut_grown(key, first_id + len(cuts), cuts)
+        kept = [line for line in taken if not head < line[3] <= head + cut_now[(line[0], line[1])]]
+        line_id = first_id + len(cuts)
+        for line in kept:
+            if line[3] > head:  # past the head: a later cut may delete it
+                key = (line[0], line[1])
+                written = self._tail_ids.get(key)
+                if written is None:
+                    written = self._tail_ids[key] = collections.deque()
+                written.append((line[3], line_id))
+            line_id += 1
+        self._written = line_id - 1
+        return LogBatch(kept, cuts, first_id)
 
-    def snapshot(self) -> dict[tuple[str, int], tuple[LogLine, ...]]:
-        """Each attempt's kept lines, for the `RunResult`."""
-        return {
-            key: log.head if log.tail is None else log.lines() for key, log in self._attempts.items() if log.seq
-        }
+    def _cut_grown(self, key: tuple[str, int], marker_id: int, cuts: list[LogCut]) -> int:
+        """The attempt's lines cut now; a cut that grew since the last drain joins ``cuts`` with its marker as ``marker_id``."""
+        log = self._attempts[key]
+        if not isinstance(log, AttemptLog) or not log.cut:  # held as its head alone, or nothing cut yet
+            return 0
+        count = log.cut
+        stored, stored_marker = self._stored_cuts.get(key, (0, 0))
+        if count > stored:
+            last = self.head + count
+            gone = [stored_marker] if stored else []
+            written = self._tail_ids.get(key)
+            while written and written[0][0] <= last:
+                gone.append(written.popleft()[1])
+            marker = log.marker()
+            assert marker is not None
+            cuts.append(LogCut(tuple(gone), marker))
+            self._stored_cuts[key] = (count, marker_id)
+        return count
+
+    def snapshot(self) -> dict[tuple[str, int], tuple[LogRow, ...]]:
+        """Each attempt's kept lines, for the `RunResult` (which names their fields when they are read)."""
+        kept: dict[tuple[str, int], tuple[LogRow, ...]] = {}
+        for key, log in self._attempts.items():
+            if not isinstance(log, AttemptLog):
+                kept[key] = log
+            elif log.seq:
+                kept[key] = log.lines()
+        return kept

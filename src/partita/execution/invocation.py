@@ -287,7 +287,7 @@ class Invoker:
         """A worker process's outcome: its lines join the attempt's log here."""
         if self._logs is not None and outcome.lines:
             log = self._logs.for_attempt(
-                task.name, key_index, task.keys[key_index], outcome.lines[0].invocation,
+                task.name, key_index, task.keys[key_index], outcome.lines[0][2],  # the first line's invocation
                 _key_formatter(task.definition),
             )
             self._logs.merge(log, outcome.lines)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from partita.execution.attempt_logs import AttemptLog, RunLogs, current_attempt_log
-from partita.results.logs import LogCapture, LogLine, LogStream
+from partita.results.logs import LogCapture, LogRow, LogStream
 
 __all__ = ["RemoteOutcome", "install", "uninstall", "wrap_body"]
 
@@ -174,8 +174,7 @@ def _capture_sync(log: AttemptLog, fn: Callable[..., Any], /, **kwargs: Any) -> 
         return fn(**kwargs)
     finally:
         current_attempt_log.reset(token)
-        if log.has_partial_output:
-            log.end_invocation(time.time())
+        log.end_invocation(time.time)
 
 
 async def _capture_async(log: AttemptLog, fn: Callable[..., Any], /, **kwargs: Any) -> Any:
@@ -184,8 +183,7 @@ async def _capture_async(log: AttemptLog, fn: Callable[..., Any], /, **kwargs: A
         return await fn(**kwargs)
     finally:
         current_attempt_log.reset(token)
-        if log.has_partial_output:
-            log.end_invocation(time.time())
+        log.end_invocation(time.time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +192,7 @@ class RemoteOutcome:
 
     value: Any
     raised: bool
-    lines: tuple[LogLine, ...]
+    lines: tuple[LogRow, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +227,7 @@ def _capture_remote(scope: _RemoteScope, fn: Callable[..., Any], /, **kwargs: An
         value, raised = exc, True
     finally:
         current_attempt_log.reset(token)
-        log.end_invocation(time.time())
+        log.end_invocation(time.time)
         uninstall(scope.capture)
     return RemoteOutcome(value, raised, log.lines())
 

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from partita.errors import DefinitionError
 
-__all__ = ["DEFAULT_LOG_CAPTURE", "LogCapture", "LogLine", "LogStream"]
+__all__ = ["DEFAULT_LOG_CAPTURE", "LogCapture", "LogLine", "LogRow", "LogStream"]
 
 
 class LogStream(enum.StrEnum):
@@ -34,10 +34,10 @@ class LogStream(enum.StrEnum):
 class LogLine(NamedTuple):
     """One kept line of an attempt (immutable).
 
-    A named tuple rather than a frozen dataclass: one is built per logged
-    line on the body's thread, and a tuple is built in a fifth of the time;
-    holding only strings and numbers, it is also left alone by the garbage
-    collector once a run's result keeps thousands of them.
+    A named tuple rather than a frozen dataclass: a tuple is built in a
+    fifth of the time. While a run runs, its lines are kept as plain
+    `LogRow` tuples of the same fields, and become `LogLine` values only
+    when read (see `LogRow`).
     ``seq`` numbers the attempt's lines from 1 across its invocations; a gap
     in it is where lines were cut (the ``CUT`` line there says how many).
     ``level`` is a `logging` level for records and None for captured output.
@@ -75,6 +75,14 @@ class LogLine(NamedTuple):
             "logger": self.logger,
             "message": self.message,
         }
+
+
+#: A `LogLine`'s fields as a plain tuple: how a run keeps its lines while it runs.
+#: The garbage collector stops visiting a plain tuple of strings and numbers
+#: after its first pass over it; a named tuple (any tuple subclass) it keeps
+#: visiting in every full collection, and a run keeps one per logged line.
+#: A `LogLine` is a `LogRow` too; ``LogLine._make(row)`` names one's fields.
+LogRow = tuple[str, int, int, int, float, str, int | None, str | None, str]
 
 
 def _positive(value: Any, field: str, minimum: int) -> int:

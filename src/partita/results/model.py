@@ -25,7 +25,7 @@ from partita.results.attempts import (
     SkipReason,
     task_never_started,
 )
-from partita.results.logs import LogLine
+from partita.results.logs import LogLine, LogRow
 from partita.results.record import run_record
 
 __all__ = [
@@ -147,7 +147,8 @@ class RunResult:
     #: failed. The run's outcome and its recording do not depend on that read.
     events_error: FailureInfo | None = field(default=None, repr=False)
     #: (asset, attempt index) -> the attempt's kept log lines; application data, never in a record.
-    attempt_logs: Mapping[tuple[str, int], tuple[LogLine, ...]] = field(default_factory=dict, repr=False)
+    #: Plain `LogRow` tuples, as the run kept them; `logs` names their fields.
+    attempt_logs: Mapping[tuple[str, int], tuple[LogRow, ...]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", MappingProxyType(dict(self.tasks)))
@@ -201,7 +202,7 @@ class RunResult:
         between the head and the tail. Empty for an attempt that logged nothing.
         """
         attempt = self._attempt(asset_name, partition_key)
-        return self.attempt_logs.get((asset_name, attempt.index), ())
+        return tuple(map(LogLine._make, self.attempt_logs.get((asset_name, attempt.index), ())))
 
     def _attempt(self, asset_name: str, partition_key: Any) -> AttemptResult:
         task = self.tasks[asset_name]

@@ -1,20 +1,24 @@
 """Attempt log rows: written with a run's progress, read back in write order.
 
 Writing happens inside the progress transaction the journal already takes,
-so a run's lines cost no commit of their own. A cut deletes the rows its
-range covers (lines written before the tail window pushed them out, and the
-previous marker) and inserts the new marker, before the batch's lines.
+so a run's lines cost no commit of their own. A row is keyed by its run and
+its number in the run's write order, which the writer assigns: rows are one
+tree in run and write order (no second index for every line to update), and
+``runs logs --follow`` reads on from the last number it saw. A cut deletes
+the rows it names (lines written before the tail window pushed them out,
+and the previous marker) and writes the new marker, before the batch's lines.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, and_, or_, select
 
 from partita.execution.attempt_logs import LogBatch
-from partita.results.logs import LogLine, LogStream
+from partita.results.logs import LogLine
 from partita.store.database import Database
 from partita.store.protocol import LogQuery, StoredLogLine
 from partita.store.schema import attempt_logs, attempts
@@ -22,31 +26,26 @@ from partita.store.schema import attempt_logs, attempts
 __all__ = ["read_logs", "sorted_for_reading", "write_logs"]
 
 
-def _rows(run_id: str, lines: Sequence[LogLine]) -> list[tuple[Any, ...]]:
-    """Rows in column order: a line is in that order after the run id."""
-    return [
-        (run_id, *line) for line in lines
-    ]
-
-
 def write_logs(database: Database, connection: Connection, run_id: str, batch: LogBatch, replay: bool) -> None:
     """One batch's cuts and lines; a replay first deletes what an earlier try may have written."""
     table = attempt_logs.name
     sql = database.driver_sql
+    gone = [(run_id, row_id) for cut in batch.cuts for row_id in cut.gone]
+    if gone:
+        connection.exec_driver_sql(sql(f"DELETE FROM {table} WHERE run_id = ? AND id = ?"), gone)
+    lines: Sequence[Any] = batch.lines
     if batch.cuts:
+        lines = [*(cut.marker for cut in batch.cuts), *lines]
+    if not lines:
+        return
+    first = batch.first_id
+    if replay:
         connection.exec_driver_sql(
-            sql(f"DELETE FROM {table} WHERE run_id = ? AND asset = ? AND idx = ? AND seq BETWEEN ? AND ?"),
-            [(run_id, cut.asset, cut.index, cut.first_seq, cut.last_seq) for cut in batch.cuts],
+            sql(f"DELETE FROM {table} WHERE run_id = ? AND id BETWEEN ? AND ?"), (run_id, first, first + len(lines) - 1)
         )
-    if replay and batch.lines:
-        connection.exec_driver_sql(
-            sql(f"DELETE FROM {table} WHERE run_id = ? AND asset = ? AND idx = ? AND seq = ? AND stream <> ?"),
-            [(run_id, line.asset, line.index, line.seq, LogStream.CUT.value) for line in batch.lines],
-        )
-    rows = _rows(run_id, [cut.marker for cut in batch.cuts])
-    rows.extend(_rows(run_id, batch.lines))
-    if rows:
-        database.insert(connection, attempt_logs, rows, skip=1)
+    # Rows in column order: the run, the row's number, then a line's fields in their order.
+    rows = [(run_id, row_id, *line) for row_id, line in zip(itertools.count(first), lines)]
+    database.insert(connection, attempt_logs, rows)
 
 
 def read_logs(connection: Connection, run_id: str, query: LogQuery) -> list[StoredLogLine]:

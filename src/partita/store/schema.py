@@ -133,15 +133,17 @@ attempts = Table(
     sqlite_with_rowid=False,
 )
 
-#: Log records and captured output of attempts, one row per line; ``id`` orders a run's lines.
-#: One index: a line is written once per attempt that logs, and each index
-#: costs every insert; reading a run (and following it by ``id``) goes
-#: through the run's rows of the attempt index, the primary key orders them.
+#: Log records and captured output of attempts, one row per line, keyed by the run and
+#: the row's number in the run's write order (``id``, assigned by the run's one writer).
+#: One tree and no index: a row is written for every logged line, and each index (or a
+#: foreign key's lookup) costs every insert. Rows lie in write order per run, which
+#: ``runs logs`` reads and ``--follow`` continues from; a cut deletes rows by number.
+#: No foreign key: runs are never deleted, and a run's rows are written only after its start.
 attempt_logs = Table(
     "partita_attempt_logs",
     metadata,
-    Column("id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True),
-    Column("run_id", String(64), ForeignKey("partita_runs.run_id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", String(64), primary_key=True),
+    Column("id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=False),
     Column("asset", Text, nullable=False),
     Column("idx", Integer, nullable=False),
     Column("invocation", Integer),
@@ -151,7 +153,7 @@ attempt_logs = Table(
     Column("level", Integer),  # a logging level; null for captured output
     Column("logger", Text),
     Column("message", Text, nullable=False),
-    Index("ix_partita_attempt_logs_attempt", "run_id", "asset", "idx", "seq"),
+    sqlite_with_rowid=False,
 )
 
 invocations = Table(

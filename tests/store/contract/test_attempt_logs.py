@@ -15,6 +15,7 @@ from partita.store.protocol import LogQuery
 from .conftest import NOW, count_rows, keyed_plan_document, start_run
 
 RUN = "e" * 32
+OTHER = "d" * 32
 
 
 def _logs(head: int = 200, tail: int = 200) -> RunLogs:
@@ -76,6 +77,51 @@ def test_a_cut_deletes_the_lines_it_covers_and_leaves_one_marker_counting_them(r
         (9, LogStream.LOG, "one line 9"),
     ]
     assert count_rows(tables, "partita_attempt_logs", run_id=RUN, stream="cut") == 1
+
+
+def test_a_cut_growing_over_several_writes_deletes_what_it_covers_and_only_that(run_history, tables) -> None:
+    start_run(run_history, RUN, NOW)
+    logs = _logs(head=1, tail=2)
+    chatty = logs.for_attempt("one", 0, None, 1)
+
+    def add(*numbers: int) -> None:
+        for number in numbers:
+            chatty.add(LogStream.LOG, logging.INFO, "partita.asset.one", f"one line {number}", 1000.0 + number)
+        _log_lines(logs, "two", numbers[0], 1)  # another attempt's rows lie between, and stay
+        run_history.record_progress([], RUN, logs=logs.drain())
+
+    add(1, 2, 3)  # all written: 2 and 3 are the tail
+    add(4)  # 2 is cut: its row goes
+    add(5, 6)  # 3 and 4 are cut too: their rows and the first marker go
+    add(7)
+
+    stored = sorted((s.line.asset, s.line.seq, s.line.message) for s in run_history.attempt_logs(RUN))
+    assert stored == [
+        ("one", 1, "one line 1"),
+        ("one", 2, "4 lines cut"),
+        ("one", 6, "one line 6"),
+        ("one", 7, "one line 7"),
+        *[("two", 1, "two line 1")] * 4,
+    ]
+    assert count_rows(tables, "partita_attempt_logs", run_id=RUN, stream="cut") == 1
+
+
+def test_runs_written_at_once_each_read_back_and_follow_their_own_lines_in_write_order(run_history) -> None:
+    start_run(run_history, RUN, NOW)
+    start_run(run_history, OTHER, NOW)
+    mine, theirs = _logs(), _logs()
+    for number in range(3):
+        _log_lines(mine, "one", number, 1)
+        run_history.record_progress([], RUN, logs=mine.drain())
+        _log_lines(theirs, "one", number, 2)
+        run_history.record_progress([], OTHER, logs=theirs.drain())
+
+    stored = run_history.attempt_logs(RUN)
+    assert [(s.line.index, s.line.message) for s in stored] == [(0, "one line 1"), (1, "one line 1"), (2, "one line 1")]
+    assert [s.id for s in stored] == sorted({s.id for s in stored})
+    after = run_history.attempt_logs(RUN, LogQuery(after_id=stored[0].id))
+    assert [s.line.index for s in after] == [1, 2]
+    assert len(run_history.attempt_logs(OTHER)) == 6
 
 
 def test_a_replayed_batch_writes_no_line_twice(run_history, tables) -> None:

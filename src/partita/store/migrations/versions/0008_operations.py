@@ -11,10 +11,12 @@
 - ``partita_runs.cancel_requested_at``: set by ``partita runs cancel`` (or
   any other process); the process running the run polls it and cancels.
 - ``partita_attempt_logs``: the log records (and captured output) of each
-  attempt, one row per line, bounded per attempt by the writer; ``id`` gives
-  a run's lines in write order for ``runs logs --follow``. One index, by
-  attempt and line number (cuts delete ranges of it; a run's lines are
-  found through its prefix): each index costs every line's insert.
+  attempt, one row per line, bounded per attempt by the writer. Keyed by
+  (run_id, id), ``id`` being the row's number in the run's write order,
+  assigned by the run's one writer: a run's lines in write order for
+  ``runs logs --follow`` are a range of the key. No other index and no
+  foreign key (runs are never deleted): each costs every line's insert.
+  On SQLite the rows live in the key's tree (WITHOUT ROWID).
 
 Revision ID: 0008
 Revises: 0007
@@ -51,9 +53,9 @@ def upgrade() -> None:
         table.add_column(sa.Column("cancel_requested_at", sa.Float))
     op.create_table(
         "partita_attempt_logs",
-        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True),
+        sa.Column("run_id", sa.String(64), primary_key=True),
         sa.Column(
-            "run_id", sa.String(64), sa.ForeignKey("partita_runs.run_id", ondelete="CASCADE"), nullable=False
+            "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=False
         ),
         sa.Column("asset", sa.Text, nullable=False),
         sa.Column("idx", sa.Integer, nullable=False),
@@ -64,12 +66,11 @@ def upgrade() -> None:
         sa.Column("level", sa.Integer),
         sa.Column("logger", sa.Text),
         sa.Column("message", sa.Text, nullable=False),
+        sqlite_with_rowid=False,
     )
-    op.create_index("ix_partita_attempt_logs_attempt", "partita_attempt_logs", ["run_id", "asset", "idx", "seq"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_partita_attempt_logs_attempt", "partita_attempt_logs")
     op.drop_table("partita_attempt_logs")
     with op.batch_alter_table("partita_runs") as table:
         table.drop_column("cancel_requested_at")
