@@ -8,17 +8,17 @@ so the grid reads the same without colour (in a pipe): colour only adds to it.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 
 from rich.text import Text
 
 from partita.operations.status import KeyState, KeyStatus, PartitionStatus
+from partita.operations.status_layout import SYMBOLS, calendar_kind, calendar_row_count, calendar_rows, is_time, state_ranges
 from partita.partitions.base import PartitionDef
 from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
 
 __all__ = ["LEGEND", "SYMBOLS", "grid_lines"]
 
-SYMBOLS = {KeyState.MATERIALIZED: "#", KeyState.FAILED: "x", KeyState.RUNNING: ">", KeyState.MISSING: "."}
 _STYLES = {KeyState.MATERIALIZED: "green", KeyState.FAILED: "bold red", KeyState.RUNNING: "cyan", KeyState.MISSING: "dim"}
 LEGEND = "   ".join(f"{SYMBOLS[state]} {state.value}" for state in KeyState)
 
@@ -31,8 +31,12 @@ _MAX_STRIP_KEYS = 64 * 32  # ... or as a strip of symbols, 64 a row
 _STRIP_WIDTH = 64
 _MAX_RANGES = 20
 _WIDTH = 80
-#: A repeated hour (clocks falling back) shares its column: the cell shows the graver state.
-_GRAVITY = {KeyState.MATERIALIZED: 0, KeyState.MISSING: 1, KeyState.RUNNING: 2, KeyState.FAILED: 3}
+#: Per calendar: the header over its columns, a space after every so many cells (0: none), the most rows.
+_CALENDAR_TEXT: dict[type[PartitionDef], tuple[str, int, int]] = {
+    DatePartitionDef: ("".join(str(day % 10) for day in range(1, 32)), 0, _MAX_MONTH_ROWS),
+    HourlyPartitionDef: ("00     06     12     18", 6, _MAX_DAY_ROWS),
+    MonthlyPartitionDef: ("JFMAMJJASOND", 0, _MAX_YEAR_ROWS),
+}
 
 
 def _cell(state: KeyState | None) -> Text:
@@ -52,41 +56,19 @@ def _row(label: str, cells: Sequence[KeyState | None], gaps: int = 0) -> Text:
     return line
 
 
-def _rows_by(
-    statuses: Sequence[KeyStatus], place: Callable[[str], tuple[str, int]], width: int
-) -> list[tuple[str, list[KeyState | None]]]:
-    """Cells grouped into rows: ``place`` maps key text to (row label, column)."""
-    rows: dict[str, list[KeyState | None]] = {}
-    for status in statuses:
-        assert status.key is not None
-        label, column = place(status.key)
-        cells = rows.setdefault(label, [None] * width)
-        current = cells[column]
-        if current is None or _GRAVITY[status.state] > _GRAVITY[current]:
-            cells[column] = status.state
-    return list(rows.items())
-
-
 def _calendar(statuses: Sequence[KeyStatus], definition: PartitionDef) -> list[Text] | None:
     """Daily keys: a row per month, a column per day; hourly: a row per day; monthly: a row per year."""
-    if isinstance(definition, DatePartitionDef):
-        rows = _rows_by(statuses, lambda key: (key[:7], int(key[8:10]) - 1), 31)
-        header, gaps, limit = "".join(str(day % 10) for day in range(1, 32)), 0, _MAX_MONTH_ROWS
-        label = "month"
-    elif isinstance(definition, HourlyPartitionDef):
-        rows = _rows_by(statuses, lambda key: (key[:10], int(key[11:13])), 24)
-        header, gaps, limit = "00     06     12     18", 6, _MAX_DAY_ROWS
-        label = "day       "
-    elif isinstance(definition, MonthlyPartitionDef):
-        rows = _rows_by(statuses, lambda key: (key[:4], int(key[5:7]) - 1), 12)
-        header, gaps, limit = "JFMAMJJASOND", 0, _MAX_YEAR_ROWS
-        label = "year"
-    else:
+    kind = calendar_kind(definition)
+    if kind is None:
         return None
-    if len(rows) > limit:
+    header, gaps, limit = _CALENDAR_TEXT[kind.definition]
+    keys = [status.key for status in statuses]
+    if calendar_row_count(keys, kind) > limit:
         return None
-    lines = [Text(f"{label.ljust(len(rows[0][0]) if rows else len(label))}  {header}", style="bold")]
-    lines.extend(_row(name, cells, gaps) for name, cells in rows)
+    rows = calendar_rows(keys, [status.state for status in statuses], kind)
+    title = kind.title.ljust(len(rows[0].label) if rows else len(kind.title))
+    lines = [Text(f"{title}  {header}", style="bold")]
+    lines.extend(_row(row.label, row.states, gaps) for row in rows)
     return lines
 
 
@@ -116,20 +98,12 @@ def _strip(statuses: Sequence[KeyStatus]) -> list[Text]:
     ]
 
 
-def _runs(statuses: Sequence[KeyStatus]) -> Iterator[tuple[KeyStatus, KeyStatus, int]]:
-    """Maximal runs of consecutive keys in one state: (first, last, count)."""
-    start = 0
-    for index in range(1, len(statuses) + 1):
-        if index == len(statuses) or statuses[index].state is not statuses[start].state:
-            yield statuses[start], statuses[index - 1], index - start
-            start = index
-
-
 def _ranges(statuses: Sequence[KeyStatus]) -> list[Text]:
     """Many keys: ranges of equal state in key order (at most 20 lines), then how many more."""
     lines: list[Text] = []
-    runs = list(_runs(statuses))
-    for first, last, count in runs[:_MAX_RANGES]:
+    runs = state_ranges([status.state for status in statuses])
+    for start, count in runs[:_MAX_RANGES]:
+        first, last = statuses[start], statuses[start + count - 1]
         span = str(first.key) if count == 1 else f"{first.key} .. {last.key}"
         lines.append(Text.assemble(_cell(first.state), f" {span}  {first.state.value}, {count:,} key{'s' if count > 1 else ''}"))
     if len(runs) > _MAX_RANGES:
@@ -147,13 +121,9 @@ def grid_lines(status: PartitionStatus) -> list[Text]:
         return calendar
     if len(statuses) <= _MAX_NAMED_KEYS:
         return _named(statuses)
-    if len(statuses) <= _MAX_STRIP_KEYS and not _is_time(status.definition):
+    if len(statuses) <= _MAX_STRIP_KEYS and not is_time(status.definition):
         return _strip(statuses)
     return _ranges(statuses)
-
-
-def _is_time(definition: PartitionDef) -> bool:
-    return isinstance(definition, (DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef))
 
 
 def when(moment: dt.datetime) -> str:
