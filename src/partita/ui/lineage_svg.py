@@ -1,0 +1,134 @@
+"""The lineage graph's geometry for the assets page: layers by longest path, boxes, and edge paths.
+
+Only numbers are computed here; the template draws the SVG with every name
+escaped, and CSS classes style it (the Content-Security-Policy refuses
+style attributes). An asset sits one layer right of its deepest upstream
+(longest-path layering), so every edge points right. Within a layer, assets
+are ordered by the mean position of their upstreams (a few barycentre
+sweeps), which keeps edges short and crossings few; 30 or more assets stay
+readable because a layer grows downwards, not wider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from partita.planning.lineage import Lineage
+
+__all__ = ["LineageDrawing", "NodeBox", "EdgePath", "draw_lineage"]
+
+BOX_WIDTH = 190
+BOX_HEIGHT = 44
+LAYER_GAP = 70  # between a layer's right edge and the next one's left edge
+ROW_GAP = 16
+MARGIN = 12
+#: Names longer than this are shortened in the box (the full name is in its title and on the asset page).
+MAX_LABEL = 24
+_SWEEPS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class NodeBox:
+    name: str
+    #: The name as the box shows it (shortened when long).
+    label: str
+    domain: str | None
+    layer: int
+    x: int
+    y: int
+    target: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EdgePath:
+    upstream: str
+    downstream: str
+    #: The SVG path (a cubic curve from the upstream's right side to the downstream's left side).
+    d: str
+
+
+@dataclass(frozen=True, slots=True)
+class LineageDrawing:
+    nodes: tuple[NodeBox, ...]
+    edges: tuple[EdgePath, ...]
+    width: int
+    height: int
+    box_width: int = BOX_WIDTH
+    box_height: int = BOX_HEIGHT
+
+
+def _layers(lineage: Lineage) -> dict[str, int]:
+    """Each asset's longest-path depth: 0 without upstreams in the graph, else one more than its deepest upstream."""
+    upstreams: dict[str, list[str]] = {node.name: [] for node in lineage.nodes}
+    for upstream, downstream in lineage.edges:
+        upstreams[downstream].append(upstream)
+    depth: dict[str, int] = {}
+    for node in lineage.nodes:  # an explicit stack: a long chain must not reach the recursion limit
+        stack = [node.name]
+        while stack:
+            name = stack[-1]
+            waiting = [up for up in upstreams[name] if up not in depth]
+            if waiting:
+                stack.extend(waiting)
+                continue
+            stack.pop()
+            depth[name] = 1 + max((depth[up] for up in upstreams[name]), default=-1)
+    return depth
+
+
+def _ordered(columns: list[list[str]], lineage: Lineage) -> list[list[str]]:
+    """Each layer ordered by the mean row of its neighbours, sweeping right then left a few times."""
+    ups: dict[str, list[str]] = {}
+    downs: dict[str, list[str]] = {}
+    for upstream, downstream in lineage.edges:
+        ups.setdefault(downstream, []).append(upstream)
+        downs.setdefault(upstream, []).append(downstream)
+    for sweep in range(_SWEEPS):
+        forward = sweep % 2 == 0
+        neighbours = ups if forward else downs
+        indexes = range(1, len(columns)) if forward else range(len(columns) - 2, -1, -1)
+        for index in indexes:
+            row = {name: number for column in columns for number, name in enumerate(column)}
+
+            def centre(name: str, fallback: float) -> float:
+                near = [row[other] for other in neighbours.get(name, ()) if other in row]
+                return sum(near) / len(near) if near else fallback
+
+            columns[index] = sorted(columns[index], key=lambda name: centre(name, columns[index].index(name)))
+    return columns
+
+
+def _label(name: str) -> str:
+    return name if len(name) <= MAX_LABEL else name[: MAX_LABEL - 1] + "…"
+
+
+def _edge(source: NodeBox, sink: NodeBox) -> str:
+    x1, y1 = source.x + BOX_WIDTH, source.y + BOX_HEIGHT // 2
+    x2, y2 = sink.x, sink.y + BOX_HEIGHT // 2
+    bend = max(30, (x2 - x1) // 2)
+    return f"M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2 - 6},{y2}"
+
+
+def draw_lineage(lineage: Lineage, targets: Sequence[str] = ()) -> LineageDrawing:
+    """Boxes and edges of ``lineage`` laid out left (upstream) to right (downstream)."""
+    depth = _layers(lineage)
+    count = 1 + max(depth.values(), default=-1)
+    columns: list[list[str]] = [[] for _ in range(count)]
+    for node in lineage.nodes:
+        columns[depth[node.name]].append(node.name)
+    columns = _ordered(columns, lineage)
+    domains = {node.name: node.domain for node in lineage.nodes}
+    wanted = set(targets)
+    boxes: dict[str, NodeBox] = {}
+    for layer, column in enumerate(columns):
+        for row, name in enumerate(column):
+            x = MARGIN + layer * (BOX_WIDTH + LAYER_GAP)
+            y = MARGIN + row * (BOX_HEIGHT + ROW_GAP)
+            boxes[name] = NodeBox(name, _label(name), domains[name], layer, x, y, name in wanted)
+    edges = tuple(EdgePath(up, down, _edge(boxes[up], boxes[down])) for up, down in lineage.edges)
+    tallest = max((len(column) for column in columns), default=0)
+    width = 2 * MARGIN + max(count, 1) * BOX_WIDTH + max(count - 1, 0) * LAYER_GAP
+    height = 2 * MARGIN + max(tallest, 1) * BOX_HEIGHT + max(tallest - 1, 0) * ROW_GAP
+    ordered = tuple(boxes[name] for column in columns for name in column)
+    return LineageDrawing(ordered, edges, width, height)
