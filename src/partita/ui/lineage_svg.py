@@ -26,6 +26,8 @@ MARGIN = 12
 #: Names longer than this are shortened in the box (the full name is in its title and on the asset page).
 MAX_LABEL = 24
 _SWEEPS = 4
+#: Assets without edges are packed this many (or as many as the graph has layers) to a row.
+MIN_ALONE_COLUMNS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +113,18 @@ def _edge(source: NodeBox, sink: NodeBox) -> str:
 
 
 def draw_lineage(lineage: Lineage, targets: Sequence[str] = ()) -> LineageDrawing:
-    """Boxes and edges of ``lineage`` laid out left (upstream) to right (downstream)."""
+    """Boxes and edges of ``lineage`` laid out left (upstream) to right (downstream).
+
+    Assets with no edge at all are packed in rows under the graph, so a
+    catalog of many independent assets does not stretch its first layer.
+    """
     depth = _layers(lineage)
-    count = 1 + max(depth.values(), default=-1)
+    linked = {name for edge in lineage.edges for name in edge}
+    count = 1 + max((depth[name] for name in linked), default=-1)
     columns: list[list[str]] = [[] for _ in range(count)]
     for node in lineage.nodes:
-        columns[depth[node.name]].append(node.name)
+        if node.name in linked:
+            columns[depth[node.name]].append(node.name)
     columns = _ordered(columns, lineage)
     domains = {node.name: node.domain for node in lineage.nodes}
     wanted = set(targets)
@@ -126,9 +134,17 @@ def draw_lineage(lineage: Lineage, targets: Sequence[str] = ()) -> LineageDrawin
             x = MARGIN + layer * (BOX_WIDTH + LAYER_GAP)
             y = MARGIN + row * (BOX_HEIGHT + ROW_GAP)
             boxes[name] = NodeBox(name, _label(name), domains[name], layer, x, y, name in wanted)
+    rows = max((len(column) for column in columns), default=0)
+    alone = [node.name for node in lineage.nodes if node.name not in linked]
+    across = max(count, MIN_ALONE_COLUMNS)
+    top = MARGIN + rows * (BOX_HEIGHT + ROW_GAP) + (ROW_GAP if rows else 0)
+    for number, name in enumerate(alone):
+        x = MARGIN + (number % across) * (BOX_WIDTH + LAYER_GAP)
+        y = top + (number // across) * (BOX_HEIGHT + ROW_GAP)
+        boxes[name] = NodeBox(name, _label(name), domains[name], 0, x, y, name in wanted)
     edges = tuple(EdgePath(up, down, _edge(boxes[up], boxes[down])) for up, down in lineage.edges)
-    tallest = max((len(column) for column in columns), default=0)
-    width = 2 * MARGIN + max(count, 1) * BOX_WIDTH + max(count - 1, 0) * LAYER_GAP
-    height = 2 * MARGIN + max(tallest, 1) * BOX_HEIGHT + max(tallest - 1, 0) * ROW_GAP
-    ordered = tuple(boxes[name] for column in columns for name in column)
+    used = max(count, min(len(alone), across))
+    width = 2 * MARGIN + max(used, 1) * BOX_WIDTH + max(used - 1, 0) * LAYER_GAP
+    height = max((box.y + BOX_HEIGHT for box in boxes.values()), default=BOX_HEIGHT) + MARGIN
+    ordered = tuple(boxes[name] for column in columns for name in column) + tuple(boxes[name] for name in alone)
     return LineageDrawing(ordered, edges, width, height)
