@@ -1,10 +1,15 @@
-"""One key of one asset across runs: its attempts, newest first (the UI's key page).
+"""Reads of a bounded part of one asset's keys: one key's attempts across runs, a window's last successes and attempts.
 
 Attempts name their key only in runs that recorded keys
 (``record_partition_keys``); those are read from the partial index
 ``ix_partita_attempts_asset_key`` (asset, key, finish time), so a key's
 history costs an index range however many runs the store holds. A running
 attempt of a run whose owner is gone reads ``interrupted``, as its run does.
+
+A window (keys whose text lies between two texts) is read the way
+`SqlEventStore.last_successes` and `SqlRunHistory.key_attempts` read every
+key, over the same indexes, but only over that range of them: the asset
+page's 30 days cost 30 index entries, not one per key the asset ever had.
 """
 
 from __future__ import annotations
@@ -12,7 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from partita.store.schema import attempts, runs
+from partita.events.model import SourceKind
+from partita.store.attempt_states import RunLiveness
+from partita.store.database import Database
+from partita.store.protocol import AttemptMark, KeyAttempts, LastSuccess
+from partita.store.retries import retry_transient
+from partita.store.schema import attempts, events, runs
 from partita.store.sql import SqlStore
 
 __all__ = ["KeyAttemptRow", "KeyHistory"]
@@ -56,7 +66,71 @@ class KeyHistory:
 
     def __init__(self, store: SqlStore) -> None:
         self._database = store.database
-        self._status = store.run_history.status
+        self._status: RunLiveness = store.run_history.status
+
+    def last_successes(self, asset: str, first: str, last: str) -> dict[str, LastSuccess]:
+        """Each key of ``asset`` whose text lies in ``first`` .. ``last`` with its newest outlet event."""
+        where = (
+            f"asset = ? AND source_kind = '{SourceKind.OUTLET.value}' AND partition_key IS NOT NULL "
+            "AND partition_key BETWEEN ? AND ?"
+        )
+        if self._database.dialect == "sqlite":
+            sql = f"SELECT partition_key, MAX(id), source_run_id, timestamp FROM {events.name} WHERE {where} GROUP BY partition_key"
+        else:
+            sql = (
+                f"SELECT DISTINCT ON (partition_key) partition_key, id, source_run_id, timestamp FROM {events.name} "
+                f"WHERE {where} ORDER BY partition_key, id DESC"
+            )
+        rows = self._read("read the last successes", sql, (asset, first, last))
+        make = LastSuccess._make
+        return {row[0]: make(row) for row in rows}
+
+    def key_attempts(self, asset: str, first: str, last: str) -> dict[str, KeyAttempts]:
+        """The same as `SqlRunHistory.key_attempts`, for the keys whose text lies in ``first`` .. ``last``."""
+        bounds = (asset, first, last)
+        window = "a.asset = ? AND a.partition_key BETWEEN ? AND ?"
+        if self._database.dialect == "sqlite":
+            outcome_sql = (
+                f"SELECT a.partition_key, a.run_id, MAX(a.finished_at), a.status FROM {attempts.name} a "
+                f"WHERE {window} AND a.status IN ('success', 'failed') GROUP BY a.partition_key"
+            )
+        else:
+            outcome_sql = (
+                f"SELECT DISTINCT ON (a.partition_key) a.partition_key, a.run_id, a.finished_at, a.status "
+                f"FROM {attempts.name} a WHERE {window} AND a.status IN ('success', 'failed') "
+                "ORDER BY a.partition_key, a.finished_at DESC NULLS LAST"
+            )
+        running_sql = (
+            f"SELECT a.partition_key, a.run_id, a.started_at, r.status, r.owner_host, r.owner_pid, r.owner_token, "
+            f"r.heartbeat_at FROM {attempts.name} a JOIN {runs.name} r ON r.run_id = a.run_id "
+            f"WHERE {window} AND a.status = 'running' AND r.status = 'running'"
+        )
+        outcomes = self._read("read the attempts of an asset's keys", outcome_sql, bounds)
+        running = self._read("read the attempts of an asset's keys", running_sql, bounds)
+        found = {key: KeyAttempts(key, run_id, finished, outcome == "failed") for key, run_id, finished, outcome in outcomes}
+        for key, run_id, started, *run in running:
+            if self._status(_RunRow(tuple(run))) != "running":
+                continue  # its owner is gone: nothing works on the key any more
+            mark = AttemptMark(str(run_id), 0.0 if started is None else float(started))
+            recorded = found.get(key)
+            found[key] = KeyAttempts(key, running=mark) if recorded is None else recorded._replace(running=mark)
+        return found
+
+    def _read(self, action: str, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        database: Database = self._database
+
+        def read(_: int) -> list[tuple[Any, ...]]:
+            with database.connect() as connection:
+                # The DBAPI cursor: thousands of SQLAlchemy rows would cost more than the query.
+                cursor = connection.connection.cursor()
+                try:
+                    cursor.execute(database.driver_sql(sql), parameters)
+                    return list(cursor.fetchall())
+                finally:
+                    cursor.close()
+
+        with database.failures(action):
+            return retry_transient(read)
 
     def attempts(self, asset: str, key: str, *, limit: int, before: float | None = None) -> list[KeyAttemptRow]:
         """Up to ``limit`` recorded attempts of ``asset``'s ``key``: unfinished first, then by finish time, newest first.

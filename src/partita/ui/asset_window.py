@@ -11,16 +11,19 @@ message names the field and the rule, never the rejected text.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fastapi import HTTPException
 
 from partita.definitions.assets import AssetDefinition
+from partita.definitions.config import RunConfig
 from partita.errors import ConfigurationError
 from partita.flow import Flow
 from partita.operations.scope import range_size
-from partita.operations.status import PartitionStatus, partition_status
+from partita.operations.status import PartitionStatus
+from partita.operations.windowed import windowed_status
 from partita.partitions.base import PartitionDef
 from partita.ui.context import UiContext
 
@@ -118,9 +121,10 @@ def canonical_key(definition: PartitionDef, key: str) -> str:
 
 
 def window_status(context: UiContext, asset: AssetRef, window: Window) -> PartitionStatus:
-    """The status of the window's keys, read as ``partita status`` reads it."""
-    config = {"partition_range": (window.start, window.end)} if window.given else None
-    status = partition_status(asset.flow, asset.name, config, store=context.store)
+    """The status of the window's keys, decided as ``partita status`` decides it, reading only the window's range."""
+    config = RunConfig.coerce({"partition_range": (window.start, window.end)} if window.given else None)
+    closure = {definition.name: definition for definition in asset.flow.closure()}
+    status = windowed_status(asset.definition, closure, config, context.store, dt.datetime.now(dt.UTC))
     if len(status.keys) > MAX_GRID_KEYS:  # a default scope (a large runtime registry) is bounded too
         raise ConfigurationError(
             f"start and end: the asset has {len(status.keys):,} keys; the grid reads at most {MAX_GRID_KEYS:,}: "

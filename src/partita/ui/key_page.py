@@ -8,12 +8,15 @@ recorded keys (``record_partition_keys``): the page says so when none did.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from partita.events.model import AssetEvent
-from partita.operations.status import KeyStatus, partition_status
+from partita.definitions.config import RunConfig
+from partita.operations.status import KeyStatus
+from partita.operations.windowed import windowed_status
 from partita.store.key_history import KeyAttemptRow, KeyHistory
 from partita.store.protocol import LogQuery, StoredLogLine
 from partita.ui.asset_window import AssetRef
@@ -64,7 +67,9 @@ def read_key_history(
     context: UiContext, asset: AssetRef, key: str, *, limit: int, before: float | None, since: int | None
 ) -> KeyHistoryView:
     """``key`` of ``asset`` (canonical text): at most ``limit`` attempts (finished before ``before``) and events (after ``since``)."""
-    status = partition_status(asset.flow, asset.name, {"partition_keys": [key]}, store=context.store).keys[0]
+    closure = {definition.name: definition for definition in asset.flow.closure()}
+    config = RunConfig(partition_keys=(key,))
+    status = windowed_status(asset.definition, closure, config, context.store, dt.datetime.now(dt.UTC)).keys[0]
     rows = KeyHistory(context.store).attempts(asset.name, key, limit=limit + 1, before=before)
     attempts = tuple(rows[:limit])
     attempts_next = attempts[-1].finished_at if len(rows) > limit and attempts else None
