@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from partita.operations.status import KeyState, KeyStatus, PartitionStatus
-from partita.operations.status_layout import SYMBOLS, calendar_kind, calendar_row_count, calendar_rows, is_time, state_ranges
+from partita.operations.status_layout import (
+    SYMBOLS,
+    calendar_kind,
+    calendar_row_count,
+    calendar_rows,
+    is_time,
+    state_ranges,
+)
 from partita.partitions.base import PartitionDef
 from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
 

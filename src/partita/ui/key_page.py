@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from partita.events.model import AssetEvent
 from partita.definitions.config import RunConfig
+from partita.events.model import AssetEvent
 from partita.operations.status import KeyStatus
 from partita.operations.windowed import windowed_status
 from partita.store.key_history import KeyAttemptRow, KeyHistory

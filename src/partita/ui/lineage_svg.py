@@ -79,6 +79,12 @@ def _layers(lineage: Lineage) -> dict[str, int]:
     return depth
 
 
+def _centre(name: str, neighbours: dict[str, list[str]], row: dict[str, int], fallback: int) -> float:
+    """The mean row of ``name``'s neighbours in the adjacent layer (its own row when it has none)."""
+    near = [row[other] for other in neighbours.get(name, ()) if other in row]
+    return sum(near) / len(near) if near else float(fallback)
+
+
 def _ordered(columns: list[list[str]], lineage: Lineage) -> list[list[str]]:
     """Each layer ordered by the mean row of its neighbours, sweeping right then left a few times."""
     ups: dict[str, list[str]] = {}
@@ -92,12 +98,8 @@ def _ordered(columns: list[list[str]], lineage: Lineage) -> list[list[str]]:
         indexes = range(1, len(columns)) if forward else range(len(columns) - 2, -1, -1)
         for index in indexes:
             row = {name: number for column in columns for number, name in enumerate(column)}
-
-            def centre(name: str, fallback: float) -> float:
-                near = [row[other] for other in neighbours.get(name, ()) if other in row]
-                return sum(near) / len(near) if near else fallback
-
-            columns[index] = sorted(columns[index], key=lambda name: centre(name, columns[index].index(name)))
+            ranked = [(_centre(name, neighbours, row, number), number, name) for number, name in enumerate(columns[index])]
+            columns[index] = [name for _, _, name in sorted(ranked)]
     return columns
 
 

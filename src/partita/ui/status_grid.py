@@ -17,7 +17,13 @@ from dataclasses import dataclass
 
 from partita.operations.status import KeyState
 from partita.operations.status_layout import (
-    SYMBOLS, CalendarRow, calendar_kind, calendar_row_count, calendar_rows, is_time, state_ranges,
+    SYMBOLS,
+    CalendarRow,
+    calendar_kind,
+    calendar_row_count,
+    calendar_rows,
+    is_time,
+    state_ranges,
 )  # fmt: skip
 from partita.partitions.base import PartitionDef
 from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef

@@ -13,7 +13,16 @@ from partita.operations.status import KeyState, PartitionStatus
 from partita.operations.status_layout import SYMBOLS
 from partita.planning.lineage import Lineage
 from partita.planning.plan import describe_asset
-from partita.ui.asset_window import AssetRef, Window, bounds, canonical_key, entry_flows, find_asset, parse_window, window_status
+from partita.ui.asset_window import (
+    AssetRef,
+    Window,
+    bounds,
+    canonical_key,
+    entry_flows,
+    find_asset,
+    parse_window,
+    window_status,
+)
 from partita.ui.context import UiContext, ui_context
 from partita.ui.key_page import LOG_RUNS, attempt_fields, event_extra, read_key_history
 from partita.ui.lineage_svg import draw_lineage
