@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
@@ -198,10 +199,12 @@ def test_a_key_page_says_so_when_no_run_recorded_keys(store_url: str, client: Te
 HOSTILE = "<script>alert(1)</script>\"onmouseover=alert(2)"
 
 HOSTILE_ENTRY = '''
-from partita import Flow, HourlyPartitionDef, StaticPartitionDef, asset
+from partita import Flow, HourlyPartitionDef, MonthlyPartitionDef, StaticPartitionDef, asset
 
 hours = HourlyPartitionDef(start="2026-08-01T00")
 regions = StaticPartitionDef("regions", [f"region-{number:03d}" for number in range(100)])
+zones = StaticPartitionDef("zones", ["eu/west", "us east?", HOSTILE])
+months = MonthlyPartitionDef(start="2025-01")
 
 
 @asset(partition_def=hours)
@@ -215,7 +218,17 @@ def reports() -> None:
     pass
 
 
-flow = Flow(["loads", "reports"], name="extras", record_partition_keys=True)
+@asset(partition_def=zones)
+def zone_totals() -> None:
+    pass
+
+
+@asset(partition_def=months)
+def invoices() -> None:
+    pass
+
+
+flow = Flow(["loads", "reports", "zone_totals", "invoices"], name="extras", record_partition_keys=True)
 '''
 
 
@@ -227,6 +240,8 @@ def extras(tmp_path: Path, store_url: str, ui_client: Callable[..., TestClient])
     flow = load_entry(str(entry)).with_store(store_url, record_partition_keys=True)
     flow.with_targets(["loads"]).run({"partition_range": ("2026-08-01T00", "2026-08-01T03")})
     flow.with_targets(["reports"]).run({"partition_keys": ["region-001", "region-050"]})
+    flow.with_targets(["zone_totals"]).run({"partition_keys": ["eu/west", HOSTILE]})
+    flow.with_targets(["invoices"]).run({"partition_range": ("2025-11", "2026-02")})
     store = open_store(store_url)
     try:
         publish_event(store, flow, "loads", partition_key="2026-08-01T01", extra={"note": HOSTILE})
@@ -254,6 +269,21 @@ def test_hourly_keys_are_a_calendar_by_day_and_static_keys_a_strip(extras: TestC
     states = cell_states(static)
     assert len(states) == 100 and states["region-050"] == "materialized" and states["region-002"] == "missing"
     assert "start" not in re.findall(r'name="(start|end)"', static)  # a static definition takes no window
+    monthly = extras.get("/assets/invoices", params={"start": "2025-01", "end": "2026-12"}, headers=HTML).text
+    assert "<th>year</th>" in monthly and "<th class=\"column\">Jan</th>" in monthly
+    states = cell_states(monthly)
+    assert len(states) == 24 and states["2025-12"] == "materialized" and states["2025-10"] == "missing"
+
+
+def test_keys_holding_slashes_spaces_and_markup_link_to_their_pages_escaped(extras: TestClient) -> None:
+    page = extras.get("/assets/zone_totals", headers=HTML).text
+    assert "<script>alert" not in page
+    assert 'href="/assets/zone_totals/keys/eu/west"' in page and 'href="/assets/zone_totals/keys/us%20east%3F"' in page
+    for key, state in (("eu/west", "materialized"), ("us east?", "missing"), (HOSTILE, "materialized")):
+        response = extras.get("/assets/zone_totals/keys/" + quote(key, safe="/"), headers=HTML)
+        assert response.status_code == 200, key
+        assert f'class="key-state" data-state="{state}"' in response.text
+        assert "<script>alert" not in response.text
 
 
 def test_a_window_of_100000_keys_is_aggregated_into_ranges(seeded: HeldRun, client: TestClient) -> None:
