@@ -19,7 +19,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from partita import publish_event
-from partita.entry import load_entry
+from partita.automation.evaluation import TriggerEvaluator
+from partita.entry import load_entry, load_trigger_flows
 from partita.operations.status import KeyState, partition_status
 from partita.store import open_store
 from partita.store.triggers import TriggerStore
@@ -297,22 +298,35 @@ def test_a_window_of_100000_keys_is_aggregated_into_ranges(seeded: HeldRun, clie
 
 
 def test_the_overview_shows_recent_runs_flows_and_daemons(seeded: HeldRun, client: TestClient, store_url: str) -> None:
+    archiving = next(flow for flow in load_trigger_flows(ENTRY) if flow.name == "archiving")
     store = open_store(store_url)
     try:
+        report = TriggerEvaluator(archiving, store).evaluate(record=True)  # daily_total's successes: requests recorded
         triggers = TriggerStore(store)
         triggers.daemon_started("daemon-0123456789", "build-host", 4242, time.time())
-        triggers.set_paused("archiving", True, time.time())
+        triggers.daemon_started("daemon-stopped-01", "old-host", 17, time.time() - 600)
+        triggers.daemon_heartbeat("daemon-stopped-01", time.time() - 500, stopped=True)
+        triggers.daemon_started("daemon-silent-001", "lost-host", 9, time.time() - 60)  # no beat for 12 periods
         run_id = store.list_runs(limit=1)[0].run_id
     finally:
         store.close()
+    assert len(report.ready) == 5
     page = client.get("/", headers=HTML)
     assert page.status_code == 200
     assert f'href="/runs/{run_id}"' in page.text and 'class="run" data-status="running"' in page.text
     assert 'class="daemon" data-state="serving"' in page.text and "build-host" in page.text
+    assert 'class="daemon" data-state="stopped"' in page.text and 'class="daemon" data-state="silent"' in page.text
     flows = dict(re.findall(r'class="flow" data-flow="([a-z_]+)">(.*?)</tr>', page.text, re.S))
     assert set(flows) == {"daily_totals", "archiving"}
-    assert "asset events" in flows["archiving"] and "paused" in flows["archiving"]
+    cells = re.findall(r'<td class="num">(\d+)</td>', flows["archiving"])
+    assert "asset events" in flows["archiving"] and "active" in flows["archiving"] and cells == ["5", "0", "0"]
     assert "none" in flows["daily_totals"]
+    store = open_store(store_url)
+    try:
+        TriggerStore(store).set_paused("archiving", True, time.time())
+    finally:
+        store.close()
+    assert "paused" in client.get("/", headers=HTML).text
 
 
 def test_the_assets_page_lists_the_catalog_and_draws_the_lineage(client: TestClient) -> None:
