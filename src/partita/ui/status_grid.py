@@ -32,7 +32,7 @@ __all__ = ["SYMBOLS", "BarSegment", "GridKind", "GridView", "StateRange", "Strip
 
 #: The most calendar rows drawn per definition, before the keys become ranges.
 _CALENDAR_ROWS: dict[type[PartitionDef], int] = {
-    DatePartitionDef: 120,  # ten years of days, a row per month
+    DatePartitionDef: 60,  # five years of days, a row per month
     HourlyPartitionDef: 62,  # two months of hours, a row per day
     MonthlyPartitionDef: 100,  # a century of months, a row per year
 }
