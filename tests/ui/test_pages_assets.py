@@ -21,8 +21,10 @@ from fastapi.testclient import TestClient
 from partita import publish_event
 from partita.automation.evaluation import TriggerEvaluator
 from partita.entry import load_entry, load_trigger_flows
+from partita.errors import StoreError
 from partita.operations.status import KeyState, partition_status
 from partita.store import open_store
+from partita.store.key_history import KeyHistory
 from partita.store.triggers import TriggerStore
 
 from .support import ENTRY
@@ -337,3 +339,21 @@ def test_the_assets_page_lists_the_catalog_and_draws_the_lineage(client: TestCli
     assert layers == {"exports": "0", "daily_total": "1", "archive": "0"}
     assert page.count('class="lineage-edge"') == 1
     assert 'style="' not in page and "<script>" not in page
+
+
+def test_a_store_failure_is_a_503_page_and_the_next_request_reads_again(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = KeyHistory.last_successes
+    calls = {"count": 0}
+
+    def fails_once(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["count"] += 1
+        if calls["count"] == 1:
+            raise StoreError("store sqlite:///x: cannot read the last successes: disk I/O error")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(KeyHistory, "last_successes", fails_once)
+    failed = client.get("/assets/exports", params=WINDOW, headers=HTML)
+    assert failed.status_code == 503 and "<h1>503: StoreError</h1>" in failed.text and "Traceback" not in failed.text
+    assert client.get("/assets/exports", params=WINDOW, headers=HTML).status_code == 200
