@@ -27,7 +27,9 @@ from partita.operations.windowed import windowed_status
 from partita.partitions.base import PartitionDef
 from partita.ui.context import UiContext
 
-__all__ = ["MAX_GRID_KEYS", "AssetRef", "Window", "canonical_key", "entry_flows", "find_asset", "parse_window", "window_status"]
+__all__ = [
+    "MAX_GRID_KEYS", "AssetRef", "Window", "bounds", "canonical_key", "entry_flows", "find_asset", "parse_window", "window_status",
+]
 
 #: The most keys one grid reads: 100,000 keys are aggregated into ranges; more is refused.
 MAX_GRID_KEYS = 100_000

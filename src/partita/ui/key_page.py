@@ -22,7 +22,7 @@ from partita.store.protocol import LogQuery, StoredLogLine
 from partita.ui.asset_window import AssetRef
 from partita.ui.context import UiContext
 
-__all__ = ["LOG_LINES", "LOG_RUNS", "KeyHistoryView", "RunLogs", "read_key_history"]
+__all__ = ["LOG_LINES", "LOG_RUNS", "KeyHistoryView", "RunLogs", "attempt_fields", "event_extra", "read_key_history"]
 
 #: Log lines are read for the attempts of this many newest runs, at most this many lines each.
 LOG_RUNS = 3
