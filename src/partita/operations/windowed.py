@@ -36,12 +36,13 @@ def windowed_status(
     with cycles_uncollected():
         scope = status_scope(definition, config, store, now)
         keys = scope.keys
-        if not keys:
+        texts = [key for key in keys if key is not None]  # a partitioned asset's keys are all text
+        if not texts:
             return PartitionStatus(definition.name, definition.partition_def, scope, ())
-        first, last = min(keys), max(keys)  # type: ignore[type-var]  # partitioned keys are text
+        first, last = min(texts), max(texts)
         reader = KeyHistory(store)
         successes = reader.last_successes(definition.name, first, last)
         attempts = reader.key_attempts(definition.name, first, last)
         return PartitionStatus(
-            definition.name, definition.partition_def, scope, key_states(keys, successes, attempts)  # type: ignore[arg-type]
+            definition.name, definition.partition_def, scope, key_states(keys, successes, attempts)  # type: ignore[arg-type]  # str keys
         )

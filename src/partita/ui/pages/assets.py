@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
+from partita.definitions.assets import AssetDefinition
 from partita.documents.assets import assets_body
 from partita.errors import ConfigurationError
 from partita.operations.status import KeyState, PartitionStatus
@@ -56,7 +57,7 @@ def _catalog(context: UiContext) -> list[dict[str, Any]]:
 @router.get("/assets")
 def assets_page(request: Request, context: Context) -> Response:
     catalog = _catalog(context)
-    definitions = {}
+    definitions: dict[str, AssetDefinition] = {}
     for flow in entry_flows(context):
         for definition in flow.closure():
             definitions.setdefault(definition.name, definition)
