@@ -16,7 +16,7 @@ import pytest
 
 import partita as p
 from partita import KeyState
-from partita.operations.windowed import windowed_status
+from partita.operations.windowed import windowed_states, windowed_status
 from partita.store import open_store
 
 NOW = dt.datetime(2026, 8, 20, 12, 30, tzinfo=dt.UTC)
@@ -39,8 +39,12 @@ def _flow(store: str, fail: set[str], hold: Path | None = None, *, record: bool 
 
 
 def _windowed(flow: p.Flow, store, config: dict) -> dict[str | None, tuple]:
+    """The windowed status's keys; its states alone (`windowed_states`) must agree with it."""
     closure = {definition.name: definition for definition in flow.closure()}
-    status = windowed_status(closure["extract"], closure, p.RunConfig.coerce(config), store, NOW)
+    chosen = p.RunConfig.coerce(config)
+    status = windowed_status(closure["extract"], closure, chosen, store, NOW)
+    states = windowed_states(closure["extract"], closure, chosen, store, NOW)
+    assert states.scope == status.scope and states.states == tuple(item.state for item in status.keys)
     return {item.key: item for item in status.keys}
 
 
@@ -92,6 +96,7 @@ def test_an_unpartitioned_asset_reads_as_the_whole_status_does(store_url: str, r
         closure = {definition.name: definition for definition in flow.closure()}
         status = windowed_status(closure["total"], closure, p.RunConfig(), store, NOW)
         assert status.keys == p.partition_status(flow, "total").keys
+        assert windowed_states(closure["total"], closure, p.RunConfig(), store, NOW).states == (KeyState.MATERIALIZED,)
         assert status.keys[0].state is KeyState.MATERIALIZED
     finally:
         store.close()

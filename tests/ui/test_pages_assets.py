@@ -344,16 +344,16 @@ def test_the_assets_page_lists_the_catalog_and_draws_the_lineage(client: TestCli
 def test_a_store_failure_is_a_503_page_and_the_next_request_reads_again(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = KeyHistory.last_successes
+    original = KeyHistory.succeeded_keys
     calls = {"count": 0}
 
     def fails_once(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         calls["count"] += 1
         if calls["count"] == 1:
-            raise StoreError("store sqlite:///x: cannot read the last successes: disk I/O error")
+            raise StoreError("store sqlite:///x: cannot read the keys with a success: disk I/O error")
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(KeyHistory, "last_successes", fails_once)
+    monkeypatch.setattr(KeyHistory, "succeeded_keys", fails_once)
     failed = client.get("/assets/exports", params=WINDOW, headers=HTML)
     assert failed.status_code == 503 and "<h1>503: StoreError</h1>" in failed.text and "Traceback" not in failed.text
     assert client.get("/assets/exports", params=WINDOW, headers=HTML).status_code == 200

@@ -14,6 +14,7 @@ page's 30 days cost 30 index entries, not one per key the asset ever had.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,8 @@ from partita.store.sql import SqlStore
 
 __all__ = ["KeyAttemptRow", "KeyHistory"]
 
+#: Keys per ``IN (...)`` list: well under every backend's parameter limit.
+_CHUNK = 500
 _COLUMNS = (
     "a.run_id, a.idx, a.status, a.reason, a.invocations, a.started_at, a.finished_at, a.duration, "
     "a.failure_type, a.failure_message, r.launched_by, r.status, r.owner_host, r.owner_pid, r.owner_token, "
@@ -68,42 +71,62 @@ class KeyHistory:
         self._database = store.database
         self._status: RunLiveness = store.run_history.status
 
-    def last_successes(self, asset: str, first: str, last: str) -> dict[str, LastSuccess]:
-        """Each key of ``asset`` whose text lies in ``first`` .. ``last`` with its newest outlet event."""
+    def last_successes(
+        self, asset: str, first: str, last: str, *, keys: Sequence[str] | None = None
+    ) -> dict[str, LastSuccess]:
+        """Each key of ``asset`` whose text lies in ``first`` .. ``last`` (and among ``keys`` when given) with its newest outlet event."""
         where = (
             f"asset = ? AND source_kind = '{SourceKind.OUTLET.value}' AND partition_key IS NOT NULL "
             "AND partition_key BETWEEN ? AND ?"
         )
-        if self._database.dialect == "sqlite":
-            sql = f"SELECT partition_key, MAX(id), source_run_id, timestamp FROM {events.name} WHERE {where} GROUP BY partition_key"
-        else:
-            sql = (
-                f"SELECT DISTINCT ON (partition_key) partition_key, id, source_run_id, timestamp FROM {events.name} "
-                f"WHERE {where} ORDER BY partition_key, id DESC"
-            )
-        rows = self._read("read the last successes", sql, (asset, first, last))
-        make = LastSuccess._make
-        return {row[0]: make(row) for row in rows}
+        found: dict[str, LastSuccess] = {}
+        chunks = [None] if keys is None else [keys[start : start + _CHUNK] for start in range(0, len(keys), _CHUNK)]
+        for chunk in chunks:
+            chosen = where if chunk is None else f"{where} AND partition_key IN ({', '.join('?' * len(chunk))})"
+            if self._database.dialect == "sqlite":
+                sql = f"SELECT partition_key, MAX(id), source_run_id, timestamp FROM {events.name} WHERE {chosen} GROUP BY partition_key"
+            else:
+                sql = (
+                    f"SELECT DISTINCT ON (partition_key) partition_key, id, source_run_id, timestamp FROM {events.name} "
+                    f"WHERE {chosen} ORDER BY partition_key, id DESC"
+                )
+            rows = self._read("read the last successes", sql, (asset, first, last, *(chunk or ())))
+            make = LastSuccess._make
+            found.update((row[0], make(row)) for row in rows)
+        return found
 
-    def key_attempts(self, asset: str, first: str, last: str) -> dict[str, KeyAttempts]:
-        """The same as `SqlRunHistory.key_attempts`, for the keys whose text lies in ``first`` .. ``last``."""
+    def succeeded_keys(self, asset: str, first: str, last: str) -> set[str]:
+        """The keys of ``asset`` in ``first`` .. ``last`` with an outlet event: one text per key, no aggregate."""
+        sql = (
+            f"SELECT DISTINCT partition_key FROM {events.name} WHERE asset = ? AND source_kind = '{SourceKind.OUTLET.value}' "
+            "AND partition_key IS NOT NULL AND partition_key BETWEEN ? AND ?"
+        )
+        return {row[0] for row in self._read("read the keys with a success", sql, (asset, first, last))}
+
+    def key_attempts(self, asset: str, first: str, last: str, *, deciding: bool = False) -> dict[str, KeyAttempts]:
+        """The same as `SqlRunHistory.key_attempts`, for the keys whose text lies in ``first`` .. ``last``.
+
+        With ``deciding``, only the keys whose attempts can change their state: a newest outcome that
+        failed, or a live run (what a grid of states needs; a success adds nothing to its event).
+        """
         bounds = (asset, first, last)
-        window = "a.asset = ? AND a.partition_key BETWEEN ? AND ?"
+        window = "a.asset = ? AND a.partition_key BETWEEN ? AND ? AND a.status IN ('success', 'failed')"
         if self._database.dialect == "sqlite":
             outcome_sql = (
                 f"SELECT a.partition_key, a.run_id, MAX(a.finished_at), a.status FROM {attempts.name} a "
-                f"WHERE {window} AND a.status IN ('success', 'failed') GROUP BY a.partition_key"
+                f"WHERE {window} GROUP BY a.partition_key" + (" HAVING a.status = 'failed'" if deciding else "")
             )
         else:
             outcome_sql = (
                 f"SELECT DISTINCT ON (a.partition_key) a.partition_key, a.run_id, a.finished_at, a.status "
-                f"FROM {attempts.name} a WHERE {window} AND a.status IN ('success', 'failed') "
-                "ORDER BY a.partition_key, a.finished_at DESC NULLS LAST"
+                f"FROM {attempts.name} a WHERE {window} ORDER BY a.partition_key, a.finished_at DESC NULLS LAST"
             )
+            if deciding:
+                outcome_sql = f"SELECT * FROM ({outcome_sql}) newest WHERE newest.status = 'failed'"
         running_sql = (
             f"SELECT a.partition_key, a.run_id, a.started_at, r.status, r.owner_host, r.owner_pid, r.owner_token, "
             f"r.heartbeat_at FROM {attempts.name} a JOIN {runs.name} r ON r.run_id = a.run_id "
-            f"WHERE {window} AND a.status = 'running' AND r.status = 'running'"
+            "WHERE a.asset = ? AND a.partition_key BETWEEN ? AND ? AND a.status = 'running' AND r.status = 'running'"
         )
         outcomes = self._read("read the attempts of an asset's keys", outcome_sql, bounds)
         running = self._read("read the attempts of an asset's keys", running_sql, bounds)

@@ -22,8 +22,7 @@ from partita.definitions.config import RunConfig
 from partita.errors import ConfigurationError
 from partita.flow import Flow
 from partita.operations.scope import range_size
-from partita.operations.status import PartitionStatus
-from partita.operations.windowed import windowed_status
+from partita.operations.windowed import WindowStates, windowed_states
 from partita.partitions.base import PartitionDef
 from partita.ui.context import UiContext
 
@@ -122,14 +121,14 @@ def canonical_key(definition: PartitionDef, key: str) -> str:
     return key
 
 
-def window_status(context: UiContext, asset: AssetRef, window: Window) -> PartitionStatus:
-    """The status of the window's keys, decided as ``partita status`` decides it, reading only the window's range."""
+def window_status(context: UiContext, asset: AssetRef, window: Window) -> WindowStates:
+    """The state of each of the window's keys, decided as ``partita status`` decides it, reading only the window's range."""
     config = RunConfig.coerce({"partition_range": (window.start, window.end)} if window.given else None)
     closure = {definition.name: definition for definition in asset.flow.closure()}
-    status = windowed_status(asset.definition, closure, config, context.store, dt.datetime.now(dt.UTC))
-    if len(status.keys) > MAX_GRID_KEYS:  # a default scope (a large runtime registry) is bounded too
+    status = windowed_states(asset.definition, closure, config, context.store, dt.datetime.now(dt.UTC))
+    if len(status.states) > MAX_GRID_KEYS:  # a default scope (a large runtime registry) is bounded too
         raise ConfigurationError(
-            f"start and end: the asset has {len(status.keys):,} keys; the grid reads at most {MAX_GRID_KEYS:,}: "
+            f"start and end: the asset has {len(status.states):,} keys; the grid reads at most {MAX_GRID_KEYS:,}: "
             "pick a window"
         )
     return status

@@ -90,3 +90,18 @@ def test_daemons_come_newest_heartbeat_first_and_requests_are_counted(trigger_st
     assert [(daemon.daemon_id, daemon.stopped_at is None) for daemon in daemons] == [("new", True), ("old", False)]
     assert trigger_state.daemons(limit=1)[0].daemon_id == "new"
     assert trigger_state.request_counts("never") == {} and trigger_state.waiting_count("never") == 0
+
+
+def test_a_windows_deciding_attempts_are_its_failed_and_live_keys_and_successes_by_key(store, run_history, event_store):
+    _run(run_history, "r1" * 16, [_attempt(0, "a", "failed", 100.0), _attempt(1, "b", "success", 100.0)])
+    _run(run_history, "r2" * 16, [_attempt(0, "b", "failed", 200.0), _attempt(1, "a", "success", 200.0)])
+    _run(run_history, "r3" * 16, [_attempt(0, "c", "running", None)], status=None)
+    for key in "abd":
+        event_store.record_event(outlet("load", key, "r1" * 16))
+    history = KeyHistory(store)
+
+    deciding = history.key_attempts("load", "a", "d", deciding=True)
+
+    assert set(deciding) == {"b", "c"} and deciding["b"].failed and deciding["c"].running is not None
+    assert history.succeeded_keys("load", "b", "d") == {"b", "d"}
+    assert set(history.last_successes("load", "a", "d", keys=["a", "d", "z"])) == {"a", "d"}

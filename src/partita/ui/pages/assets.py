@@ -10,8 +10,9 @@ from starlette.responses import Response
 from partita.definitions.assets import AssetDefinition
 from partita.documents.assets import assets_body
 from partita.errors import ConfigurationError
-from partita.operations.status import KeyState, PartitionStatus
+from partita.operations.status import KeyState
 from partita.operations.status_layout import SYMBOLS
+from partita.operations.windowed import WindowStates
 from partita.planning.lineage import Lineage
 from partita.planning.plan import describe_asset
 from partita.ui.asset_window import (
@@ -66,12 +67,12 @@ def assets_page(request: Request, context: Context) -> Response:
     return render(request, "assets.html", {"assets": catalog, "lineage": draw_lineage(lineage, targets)})
 
 
-def _grid_context(asset: AssetRef, window: Window, status: PartitionStatus | None, problem: str | None) -> dict[str, Any]:
+def _grid_context(asset: AssetRef, window: Window, status: WindowStates | None, problem: str | None) -> dict[str, Any]:
     grid: GridView | None = None
     first = last = None
     if status is not None:
         keys = status.scope.keys
-        grid = grid_view(status.definition, keys, [entry.state for entry in status.keys])
+        grid = grid_view(status.definition, keys, status.states)
         first, last = bounds(keys)
     definition = asset.definition.partition_def
     ranged = definition is not None and definition.supports_range
