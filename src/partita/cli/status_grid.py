@@ -8,20 +8,24 @@ so the grid reads the same without colour (in a pipe): colour only adds to it.
 from __future__ import annotations
 
 import datetime as dt
-import itertools
-import operator
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from rich.text import Text
 
 from partita.operations.status import KeyState, PartitionStates
+from partita.operations.status_layout import (
+    SYMBOLS,
+    calendar_kind,
+    calendar_row_count,
+    calendar_rows,
+    is_time,
+    state_ranges,
+)
 from partita.partitions.base import PartitionDef
 from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
 
 __all__ = ["LEGEND", "SYMBOLS", "grid_lines"]
 
-SYMBOLS = {KeyState.MATERIALIZED: "#", KeyState.FAILED: "x", KeyState.RUNNING: ">", KeyState.MISSING: "."}
 _STYLES = {KeyState.MATERIALIZED: "green", KeyState.FAILED: "bold red", KeyState.RUNNING: "cyan", KeyState.MISSING: "dim"}
 LEGEND = "   ".join(f"{SYMBOLS[state]} {state.value}" for state in KeyState)
 
@@ -34,8 +38,12 @@ _MAX_STRIP_KEYS = 64 * 32  # ... or as a strip of symbols, 64 a row
 _STRIP_WIDTH = 64
 _MAX_RANGES = 20
 _WIDTH = 80
-#: A repeated hour (clocks falling back) shares its column: the cell shows the graver state.
-_GRAVITY = {KeyState.MATERIALIZED: 0, KeyState.MISSING: 1, KeyState.RUNNING: 2, KeyState.FAILED: 3}
+#: Per calendar: its header line, a space after every so many cells (0: none), and its most rows.
+_CALENDAR_TEXT: dict[type[PartitionDef], tuple[str, int, int]] = {
+    DatePartitionDef: ("".join(str(day % 10) for day in range(1, 32)), 0, _MAX_MONTH_ROWS),
+    HourlyPartitionDef: ("00     06     12     18", 6, _MAX_DAY_ROWS),
+    MonthlyPartitionDef: ("JFMAMJJASOND", 0, _MAX_YEAR_ROWS),
+}
 
 
 def _cell(state: KeyState | None) -> Text:
@@ -55,56 +63,18 @@ def _row(label: str, cells: Sequence[KeyState | None], gaps: int = 0) -> Text:
     return line
 
 
-def _rows_by(
-    keys: Sequence[str], states: Sequence[KeyState], place: Callable[[str], tuple[str, int]], width: int
-) -> list[tuple[str, list[KeyState | None]]]:
-    """Cells grouped into rows: ``place`` maps key text to (row label, column)."""
-    rows: dict[str, list[KeyState | None]] = {}
-    for key, state in zip(keys, states, strict=True):
-        label, column = place(key)
-        cells = rows.setdefault(label, [None] * width)
-        current = cells[column]
-        if current is None or _GRAVITY[state] > _GRAVITY[current]:
-            cells[column] = state
-    return list(rows.items())
-
-
-@dataclass(frozen=True, slots=True)
-class _Calendar:
-    """How one time definition's keys lay out: a row per ``label_length`` leading characters of a key."""
-
-    kind: type[PartitionDef]
-    label_length: int
-    column: Callable[[str], int]
-    width: int
-    header: str
-    gaps: int  # a space after every so many cells (0: none)
-    max_rows: int
-    title: str
-
-
-_CALENDARS = (
-    _Calendar(DatePartitionDef, 7, lambda key: int(key[8:10]) - 1, 31, "".join(str(day % 10) for day in range(1, 32)),
-              0, _MAX_MONTH_ROWS, "month"),
-    _Calendar(HourlyPartitionDef, 10, lambda key: int(key[11:13]), 24, "00     06     12     18", 6, _MAX_DAY_ROWS,
-              "day       "),
-    _Calendar(MonthlyPartitionDef, 4, lambda key: int(key[5:7]) - 1, 12, "JFMAMJJASOND", 0, _MAX_YEAR_ROWS, "year"),
-)  # fmt: skip
-
-
 def _calendar(keys: Sequence[str], states: Sequence[KeyState], definition: PartitionDef) -> list[Text] | None:
     """Daily keys: a row per month, a column per day; hourly: a row per day; monthly: a row per year."""
-    layout = next((layout for layout in _CALENDARS if isinstance(definition, layout.kind)), None)
-    if layout is None:
+    kind = calendar_kind(definition)
+    if kind is None:
         return None
-    length = layout.label_length
-    # Count the rows before placing any key: 100,000 days are 3,000 months, far past a calendar.
-    if len(set(map(operator.itemgetter(slice(0, length)), keys))) > layout.max_rows:
+    header, gaps, limit = _CALENDAR_TEXT[kind.definition]
+    if calendar_row_count(keys, kind) > limit:
         return None
-    rows = _rows_by(keys, states, lambda key: (key[:length], layout.column(key)), layout.width)
-    title = layout.title.ljust(len(rows[0][0]) if rows else len(layout.title))
-    lines = [Text(f"{title}  {layout.header}", style="bold")]
-    lines.extend(_row(name, cells, layout.gaps) for name, cells in rows)
+    rows = calendar_rows(keys, states, kind)
+    title = kind.title.ljust(len(rows[0].label) if rows else len(kind.title))
+    lines = [Text(f"{title}  {header}", style="bold")]
+    lines.extend(_row(row.label, row.states, gaps) for row in rows)
     return lines
 
 
@@ -134,22 +104,10 @@ def _strip(states: Sequence[KeyState]) -> list[Text]:
     ]
 
 
-def _runs(states: Sequence[KeyState]) -> list[tuple[int, int]]:
-    """Maximal runs of consecutive keys in one state: (first index, count).
-
-    The boundaries (where a key's state differs from the previous key's) are
-    found in C: 100,000 keys in a handful of runs cost no Python step per key.
-    """
-    count = len(states)
-    changes = itertools.compress(range(1, count), map(operator.is_not, states[1:], states[:-1]))
-    bounds = [0, *changes, count] if count else []
-    return [(start, end - start) for start, end in itertools.pairwise(bounds)]
-
-
 def _ranges(keys: Sequence[str | None], states: Sequence[KeyState]) -> list[Text]:
     """Many keys: ranges of equal state in key order (at most 20 lines), then how many more."""
     lines: list[Text] = []
-    runs = _runs(states)
+    runs = state_ranges(states)
     for first, count in runs[:_MAX_RANGES]:
         state = states[first]
         span = str(keys[first]) if count == 1 else f"{keys[first]} .. {keys[first + count - 1]}"
@@ -169,13 +127,9 @@ def grid_lines(states: PartitionStates) -> list[Text]:
         return calendar
     if len(keys) <= _MAX_NAMED_KEYS:
         return _named(keys, column)
-    if len(keys) <= _MAX_STRIP_KEYS and not _is_time(definition):
+    if len(keys) <= _MAX_STRIP_KEYS and not is_time(definition):
         return _strip(column)
     return _ranges(keys, column)
-
-
-def _is_time(definition: PartitionDef) -> bool:
-    return isinstance(definition, (DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef))
 
 
 def when(moment: dt.datetime) -> str:

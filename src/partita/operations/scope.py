@@ -28,7 +28,9 @@ from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, Monthl
 from partita.planning.selection import CONFIG_FIELDS, KeySource, SelectionFields, select_partitions
 from partita.store.protocol import PartitionRegistry
 
-__all__ = ["DEFAULT_DAYS", "DEFAULT_HOURS", "DEFAULT_MONTHS", "MAX_STATUS_KEYS", "ScopeKind", "StatusScope", "status_scope"]
+__all__ = [
+    "DEFAULT_DAYS", "DEFAULT_HOURS", "DEFAULT_MONTHS", "MAX_STATUS_KEYS", "ScopeKind", "StatusScope", "range_size", "status_scope",
+]
 
 #: The default windows ending now (no selection given): sized to one screen of grid.
 DEFAULT_DAYS = 30
@@ -60,7 +62,7 @@ class StatusScope:
     retired: int = 0
 
 
-def _range_size(definition: PartitionDef, start: Any, end: Any) -> int | None:
+def range_size(definition: PartitionDef, start: Any, end: Any) -> int | None:
     """How many keys a built-in time range holds, computed before expanding it (None: unknown)."""
     if isinstance(definition, DatePartitionDef):
         return int((end - start).days) + 1
@@ -77,7 +79,7 @@ def _check_range_size(definition: PartitionDef, bounds: tuple[Any, Any], source:
             start, end = definition.parse_key(bounds[0]), definition.parse_key(bounds[1])
         else:
             start, end = definition.normalize_key(bounds[0]), definition.normalize_key(bounds[1])
-        size = _range_size(definition, start, end)
+        size = range_size(definition, start, end)
     except (ValueError, TypeError, OverflowError):
         return  # selection diagnoses the bounds themselves, naming the field
     if size is not None and size > MAX_STATUS_KEYS:

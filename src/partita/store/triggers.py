@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from partita.errors import StoreError
@@ -28,7 +28,7 @@ from partita.store.schema import (
 )
 from partita.store.trigger_requests import TriggerLaunch, TriggerRequest, TriggerRequests
 
-__all__ = ["EventPosition", "TriggerLaunch", "TriggerRequest", "TriggerStore", "WaitingKey"]
+__all__ = ["DaemonRecord", "EventPosition", "TriggerLaunch", "TriggerRequest", "TriggerStore", "WaitingKey"]
 
 _CHUNK = 500
 
@@ -54,6 +54,18 @@ class WaitingKey:
     partition_key: str
     first_seen: float
     event_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonRecord:
+    """One trigger daemon as the store knows it (times in POSIX seconds); ``stopped_at`` is None while it serves."""
+
+    daemon_id: str
+    host: str
+    pid: int
+    started_at: float
+    heartbeat_at: float
+    stopped_at: float | None
 
 
 class TriggerStore(TriggerRequests):
@@ -331,7 +343,32 @@ class TriggerStore(TriggerRequests):
                 for row in connection.execute(query)
             ]
 
+    def request_counts(self, flow: str) -> dict[str, int]:
+        """The flow's consumer run requests per status (``pending``, ``claimed`` ...), counted over the (flow, status) index."""
+        query = (
+            select(trigger_requests.c.status, func.count())
+            .where(trigger_requests.c.flow == flow)
+            .group_by(trigger_requests.c.status)
+        )
+        with self._failures("count trigger requests"), self._database.connect() as connection:
+            return {status: int(count) for status, count in connection.execute(query)}
+
+    def waiting_count(self, flow: str) -> int:
+        """How many consumer keys of the flow wait for more upstream events."""
+        query = select(func.count()).select_from(trigger_waiting).where(trigger_waiting.c.flow == flow)
+        with self._failures("count waiting keys"), self._database.connect() as connection:
+            return int(connection.execute(query).scalar_one())
+
     # -- daemons -----------------------------------------------------------------
+
+    def daemons(self, limit: int = 20) -> list[DaemonRecord]:
+        """The daemons that served this store, newest heartbeat first (at most ``limit``)."""
+        query = select(daemons).order_by(daemons.c.heartbeat_at.desc()).limit(limit)
+        with self._failures("read daemons"), self._database.connect() as connection:
+            return [
+                DaemonRecord(row.daemon_id, row.host, int(row.pid), row.started_at, row.heartbeat_at, row.stopped_at)
+                for row in connection.execute(query)
+            ]
 
     def daemon_started(self, daemon_id: str, host: str, pid: int, now: float) -> None:
         with self._failures("register the daemon"), self._database.write() as connection:
