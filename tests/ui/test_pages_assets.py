@@ -23,8 +23,7 @@ from partita.automation.evaluation import TriggerEvaluator
 from partita.entry import load_entry, load_trigger_flows
 from partita.errors import StoreError
 from partita.operations.status import KeyState, partition_status
-from partita.store import open_store
-from partita.store.key_history import KeyHistory
+from partita.store import SqlStore, open_store
 from partita.store.triggers import TriggerStore
 
 from .support import ENTRY
@@ -344,7 +343,7 @@ def test_the_assets_page_lists_the_catalog_and_draws_the_lineage(client: TestCli
 def test_a_store_failure_is_a_503_page_and_the_next_request_reads_again(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = KeyHistory.succeeded_keys
+    original = SqlStore.succeeded_keys
     calls = {"count": 0}
 
     def fails_once(self, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -353,7 +352,7 @@ def test_a_store_failure_is_a_503_page_and_the_next_request_reads_again(
             raise StoreError("store sqlite:///x: cannot read the keys with a success: disk I/O error")
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(KeyHistory, "succeeded_keys", fails_once)
+    monkeypatch.setattr(SqlStore, "succeeded_keys", fails_once)
     failed = client.get("/assets/exports", params=WINDOW, headers=HTML)
     assert failed.status_code == 503 and "<h1>503: StoreError</h1>" in failed.text and "Traceback" not in failed.text
     assert client.get("/assets/exports", params=WINDOW, headers=HTML).status_code == 200

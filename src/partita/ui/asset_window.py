@@ -22,7 +22,7 @@ from partita.definitions.config import RunConfig
 from partita.errors import ConfigurationError
 from partita.flow import Flow
 from partita.operations.scope import range_size
-from partita.operations.windowed import WindowStates, windowed_states
+from partita.operations.status import PartitionStates, asset_states
 from partita.partitions.base import PartitionDef
 from partita.ui.context import UiContext
 
@@ -121,11 +121,11 @@ def canonical_key(definition: PartitionDef, key: str) -> str:
     return key
 
 
-def window_status(context: UiContext, asset: AssetRef, window: Window) -> WindowStates:
-    """The state of each of the window's keys, decided as ``partita status`` decides it, reading only the window's range."""
+def window_status(context: UiContext, asset: AssetRef, window: Window) -> PartitionStates:
+    """The state of each of the window's keys, read and decided as ``partita status`` does (only those keys' rows)."""
     config = RunConfig.coerce({"partition_range": (window.start, window.end)} if window.given else None)
     closure = {definition.name: definition for definition in asset.flow.closure()}
-    status = windowed_states(asset.definition, closure, config, context.store, dt.datetime.now(dt.UTC))
+    status = asset_states(asset.definition, closure, config, context.store, dt.datetime.now(dt.UTC))
     if len(status.states) > MAX_GRID_KEYS:  # a default scope (a large runtime registry) is bounded too
         raise ConfigurationError(
             f"start and end: the asset has {len(status.states):,} keys; the grid reads at most {MAX_GRID_KEYS:,}: "

@@ -15,8 +15,7 @@ from typing import Any
 
 from partita.definitions.config import RunConfig
 from partita.events.model import AssetEvent
-from partita.operations.status import KeyStatus
-from partita.operations.windowed import windowed_status
+from partita.operations.status import KeyStatus, asset_status
 from partita.store.key_history import KeyAttemptRow, KeyHistory
 from partita.store.protocol import LogQuery, StoredLogLine
 from partita.ui.asset_window import AssetRef
@@ -69,7 +68,7 @@ def read_key_history(
     """``key`` of ``asset`` (canonical text): at most ``limit`` attempts (finished before ``before``) and events (after ``since``)."""
     closure = {definition.name: definition for definition in asset.flow.closure()}
     config = RunConfig(partition_keys=(key,))
-    status = windowed_status(asset.definition, closure, config, context.store, dt.datetime.now(dt.UTC)).keys[0]
+    status = asset_status(asset.definition, closure, config, context.store, dt.datetime.now(dt.UTC)).keys[0]
     rows = KeyHistory(context.store).attempts(asset.name, key, limit=limit + 1, before=before)
     attempts = tuple(rows[:limit])
     attempts_next = attempts[-1].finished_at if len(rows) > limit and attempts else None

@@ -1,9 +1,7 @@
-"""Bounded reads of one asset's keys (the UI's key page and grid): a key's attempts, a window's successes and attempts.
+"""Reads of one key's history (the UI's key page), and the daemons and request counts the overview shows.
 
-On SQLite and PostgreSQL. A window's answers are those of the whole-asset
-reads (`key_attempts`, `last_successes`) restricted to the window; a key's
-attempts come unfinished first, then newest finished first, and a dead
-owner's running attempt reads interrupted.
+On SQLite and PostgreSQL: a key's attempts come unfinished first, then
+newest finished first, and a dead owner's running attempt reads interrupted.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from partita.results.record import AttemptRecord
 from partita.store.key_history import KeyHistory
 from partita.store.triggers import TriggerStore
 
-from .conftest import NOW, dead_pid, finish_run, keyed_plan_document, outlet, start_run
+from .conftest import NOW, dead_pid, finish_run, keyed_plan_document, start_run
 
 KEYS = ["a", "b", "c", "d"]
 PLAN = keyed_plan_document(KEYS)
@@ -55,30 +53,6 @@ def test_a_keys_attempts_come_unfinished_first_then_newest_first_with_a_cursor(s
     assert history.attempts("load", "z", limit=10) == []
 
 
-def test_a_windows_attempts_are_the_assets_attempts_within_it(store, run_history):
-    _run(run_history, "r1" * 16, [_attempt(0, "a", "failed", 100.0), _attempt(1, "b", "success", 100.0)])
-    _run(run_history, "r2" * 16, [_attempt(0, "b", "failed", 200.0), _attempt(1, "d", "success", 200.0)])
-    _run(run_history, "r3" * 16, [_attempt(0, "c", "running", None)], status=None)
-    _run(run_history, "r4" * 16, [_attempt(0, "d", "running", None)], status=None, pid=dead_pid())
-    whole = run_history.key_attempts("load")
-
-    window = KeyHistory(store).key_attempts("load", "b", "d")
-
-    assert window == {key: whole[key] for key in ("b", "c", "d")}
-    assert window["c"].running is not None and window["d"].running is None
-
-
-def test_a_windows_last_successes_are_the_assets_within_it(store, event_store):
-    for run, keys in (("r1" * 16, "abc"), ("r2" * 16, "bd")):
-        for key in keys:
-            event_store.record_event(outlet("load", key, run))
-    whole = event_store.last_successes("load")
-
-    window = KeyHistory(store).last_successes("load", "b", "c")
-
-    assert window == {"b": whole["b"], "c": whole["c"]} and window["b"].run_id == "r2" * 16
-
-
 def test_daemons_come_newest_heartbeat_first_and_requests_are_counted(trigger_state: TriggerStore):
     now = time.time()
     trigger_state.daemon_started("old", "host-a", 1, now - 100)
@@ -92,16 +66,3 @@ def test_daemons_come_newest_heartbeat_first_and_requests_are_counted(trigger_st
     assert trigger_state.request_counts("never") == {} and trigger_state.waiting_count("never") == 0
 
 
-def test_a_windows_deciding_attempts_are_its_failed_and_live_keys_and_successes_by_key(store, run_history, event_store):
-    _run(run_history, "r1" * 16, [_attempt(0, "a", "failed", 100.0), _attempt(1, "b", "success", 100.0)])
-    _run(run_history, "r2" * 16, [_attempt(0, "b", "failed", 200.0), _attempt(1, "a", "success", 200.0)])
-    _run(run_history, "r3" * 16, [_attempt(0, "c", "running", None)], status=None)
-    for key in "abd":
-        event_store.record_event(outlet("load", key, "r1" * 16))
-    history = KeyHistory(store)
-
-    deciding = history.key_attempts("load", "a", "d", deciding=True)
-
-    assert set(deciding) == {"b", "c"} and deciding["b"].failed and deciding["c"].running is not None
-    assert history.succeeded_keys("load", "b", "d") == {"b", "d"}
-    assert set(history.last_successes("load", "a", "d", keys=["a", "d", "z"])) == {"a", "d"}

@@ -10,9 +10,8 @@ from starlette.responses import Response
 from partita.definitions.assets import AssetDefinition
 from partita.documents.assets import assets_body
 from partita.errors import ConfigurationError
-from partita.operations.status import KeyState
+from partita.operations.status import KeyState, PartitionStates
 from partita.operations.status_layout import SYMBOLS
-from partita.operations.windowed import WindowStates
 from partita.planning.lineage import Lineage
 from partita.planning.plan import describe_asset
 from partita.ui.asset_window import (
@@ -67,7 +66,7 @@ def assets_page(request: Request, context: Context) -> Response:
     return render(request, "assets.html", {"assets": catalog, "lineage": draw_lineage(lineage, targets)})
 
 
-def _grid_context(asset: AssetRef, window: Window, status: WindowStates | None, problem: str | None) -> dict[str, Any]:
+def _grid_context(asset: AssetRef, window: Window, status: PartitionStates | None, problem: str | None) -> dict[str, Any]:
     grid: GridView | None = None
     first = last = None
     if status is not None:
