@@ -25,6 +25,7 @@ from partita.operations.status import asset_status
 from partita.partitions.runtime import PartitionAtRuntime
 from partita.planning.selection import KeySource, SelectionFields
 from partita.ui.api import PREFIX
+from partita.ui.api.params import Storable
 from partita.ui.context import UiContext, ui_context
 from partita.ui.security import require_reader
 
@@ -37,8 +38,8 @@ MAX_PARTITIONS = 5_000
 #: How the status parameters are named in messages.
 API_SELECTION_FIELDS = SelectionFields(keys="partition_key", range="start/end", empty="empty", one_key="partition_key")
 
-AssetName = Annotated[str, Path(max_length=200, description="The asset's name, as `partita assets` lists it.")]
-KeyText = Annotated[str | None, Query(max_length=200)]
+AssetName = Annotated[Storable, Path(max_length=200, description="The asset's name, as `partita assets` lists it.")]
+KeyText = Annotated[Storable | None, Query(max_length=200)]
 
 
 def _definition(context: UiContext, name: str) -> tuple[AssetDefinition, dict[str, AssetDefinition]]:

@@ -25,6 +25,7 @@ from partita.events.emission import MAX_DEDUPE_KEY_LENGTH
 from partita.events.extra import MAX_EXTRA_DEPTH, json_text_depth
 from partita.events.external import parse_partition_date, publish_event, receipt_document
 from partita.ui.api import PREFIX
+from partita.ui.api.params import Storable
 from partita.ui.context import UiContext, ui_context
 from partita.ui.security import require_reader, require_writer
 
@@ -82,9 +83,9 @@ def _refuse_constant(name: str) -> Any:
 @router.get("/events", summary="Events of the store's log in id order, a page at a time (partita.events)")
 def list_events(
     context: Annotated[UiContext, Depends(ui_context)],
-    asset: Annotated[str | None, Query(min_length=1, max_length=200, description="Only this asset's events.")] = None,
+    asset: Annotated[Storable | None, Query(min_length=1, max_length=200, description="Only this asset's events.")] = None,
     partition_key: Annotated[
-        str | None, Query(min_length=1, max_length=1000, description="Only events with this canonical key text.")
+        Storable | None, Query(min_length=1, max_length=1000, description="Only events with this canonical key text.")
     ] = None,
     since: Annotated[int | None, Query(ge=0, le=2**62, description="Only events after this id (the next cursor).")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_EVENTS, description="At most this many events.")] = 100,

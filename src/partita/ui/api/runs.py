@@ -19,6 +19,7 @@ from partita.documents.attempts import attempts_body, parse_attempt_cursor
 from partita.documents.runs import RunView, run_summary
 from partita.store.protocol import AttemptQuery, RunFilter
 from partita.ui.api import PREFIX
+from partita.ui.api.params import Storable
 from partita.ui.context import UiContext, ui_context
 from partita.ui.security import require_reader
 
@@ -35,13 +36,13 @@ MAX_LOG_LINES = 5_000
 #: How the log filters are named in messages.
 API_LOG_FIELDS = LogFields("asset", "partition_key")
 
-RunId = Annotated[str, Path(min_length=1, max_length=64, description="A run id, or a unique prefix of at least 4 characters.")]
-Text = Annotated[str | None, Query(min_length=1, max_length=200)]
+RunId = Annotated[Storable, Path(min_length=1, max_length=64, description="A run id, or a unique prefix of at least 4 characters.")]
+Text = Annotated[Storable | None, Query(min_length=1, max_length=200)]
 
 
 def run_filter(
-    flow: Annotated[str | None, Query(max_length=200, description="Only runs of this flow.")] = None,
-    tag: Annotated[list[str] | None, Query(description="KEY=VALUE; repeat for runs carrying every tag.")] = None,
+    flow: Annotated[Storable | None, Query(max_length=200, description="Only runs of this flow.")] = None,
+    tag: Annotated[list[Storable] | None, Query(description="KEY=VALUE; repeat for runs carrying every tag.")] = None,
     launched_by: Annotated[LaunchedBy | None, Query(description="Only runs started this way.")] = None,
 ) -> RunFilter:
     """The filters shared by the runs API and the runs page; a malformed tag is a 400 naming the rule."""
@@ -56,7 +57,7 @@ def list_runs(
     status: Annotated[RunStatus | None, Query(description="Only runs with this status.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_RUNS, description="At most this many runs.")] = 50,
     before: Annotated[
-        str | None, Query(min_length=1, max_length=64, description="The next cursor of the previous page: runs listed after it.")
+        Storable | None, Query(min_length=1, max_length=64, description="The next cursor of the previous page: runs listed after it.")
     ] = None,
 ) -> dict[str, Any]:
     found = context.store.list_runs(limit=limit, status=status, where=dataclasses.replace(where, before=before))
