@@ -10,13 +10,12 @@ is expanded.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query
 
 from partita.definitions.assets import AssetDefinition
 from partita.definitions.config import RunConfig
-from partita.documents import document
 from partita.documents.assets import asset_body, assets_body
 from partita.documents.partitions import known_keys_body
 from partita.errors import SelectionError
@@ -24,7 +23,10 @@ from partita.operations.scope import range_size
 from partita.operations.status import asset_status
 from partita.partitions.runtime import PartitionAtRuntime
 from partita.planning.selection import KeySource, SelectionFields
+from starlette.responses import JSONResponse
+
 from partita.ui.api import PREFIX
+from partita.ui.api.responses import document_response
 from partita.ui.api.params import Storable
 from partita.ui.context import UiContext, ui_context
 from partita.ui.security import require_reader
@@ -51,14 +53,14 @@ def _definition(context: UiContext, name: str) -> tuple[AssetDefinition, dict[st
 
 
 @router.get("/assets", summary="The entry's assets, their partition definitions and dependencies (partita.assets)")
-def list_assets(context: Annotated[UiContext, Depends(ui_context)]) -> dict[str, Any]:
-    return document("assets", assets_body(context.flow))
+def list_assets(context: Annotated[UiContext, Depends(ui_context)]) -> JSONResponse:
+    return document_response("assets", assets_body(context.flow))
 
 
 @router.get("/assets/{name}", summary="One asset: its definition, dependencies and dependents (partita.asset)")
-def show_asset(name: AssetName, context: Annotated[UiContext, Depends(ui_context)]) -> dict[str, Any]:
+def show_asset(name: AssetName, context: Annotated[UiContext, Depends(ui_context)]) -> JSONResponse:
     definition, _ = _definition(context, name)
-    return document("asset", asset_body(context.flow, definition))
+    return document_response("asset", asset_body(context.flow, definition))
 
 
 def _check_window(definition: AssetDefinition, start: str, end: str) -> None:
@@ -86,7 +88,7 @@ def asset_status_document(
     context: Annotated[UiContext, Depends(ui_context)],
     start: Annotated[KeyText, Query(description="The window's first key (canonical text); needs end.")] = None,
     end: Annotated[KeyText, Query(description="The window's last key (canonical text); needs start.")] = None,
-) -> dict[str, Any]:
+) -> JSONResponse:
     definition, closure = _definition(context, name)
     if (start is None) != (end is None):
         missing = "end" if end is None else "start"
@@ -104,7 +106,7 @@ def asset_status_document(
             f"{MAX_API_STATUS_KEYS:,}: give start and end"
         )
     body = {"store": context.store.url, "store_exists": True, "assets": [status.to_dict()], "left_out": []}
-    return document("partition-status", body)
+    return document_response("partition-status", body)
 
 
 @router.get(
@@ -116,11 +118,11 @@ def asset_partitions(
     context: Annotated[UiContext, Depends(ui_context)],
     limit: Annotated[int, Query(ge=1, le=MAX_PARTITIONS, description="At most this many keys.")] = 1000,
     offset: Annotated[int, Query(ge=0, le=10_000_000, description="Skip this many keys first.")] = 0,
-) -> dict[str, Any]:
+) -> JSONResponse:
     definition, _ = _definition(context, name)
     partition_def = definition.partition_def
     if not isinstance(partition_def, PartitionAtRuntime):
         raise SelectionError(f"asset {name!r} is not partitioned at run time: its keys come from its definition")
     domain = partition_def.domain
     known = context.store.list_partitions(domain)
-    return document("partitions", known_keys_body(domain, known[offset : offset + limit]))
+    return document_response("partitions", known_keys_body(domain, known[offset : offset + limit]))

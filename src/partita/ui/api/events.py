@@ -18,13 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 
-from partita.documents import document
 from partita.documents.events import events_body
 from partita.errors import ConfigurationError
 from partita.events.emission import MAX_DEDUPE_KEY_LENGTH
 from partita.events.extra import MAX_EXTRA_DEPTH, json_text_depth
 from partita.events.external import parse_partition_date, publish_event, receipt_document
 from partita.ui.api import PREFIX
+from partita.ui.api.responses import document_response
 from partita.ui.api.params import Storable
 from partita.ui.context import UiContext, ui_context
 from partita.ui.security import require_reader, require_writer
@@ -89,10 +89,10 @@ def list_events(
     ] = None,
     since: Annotated[int | None, Query(ge=0, le=2**62, description="Only events after this id (the next cursor).")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_EVENTS, description="At most this many events.")] = 100,
-) -> dict[str, Any]:
+) -> JSONResponse:
     found = context.store.list_events(asset=asset, partition_key=partition_key, since=since, limit=limit)
     cursor = found[-1].id if len(found) == limit else None
-    return document("events", {**events_body(context.store.url, found), "next": cursor})
+    return document_response("events", {**events_body(context.store.url, found), "next": cursor})
 
 
 @router.post(
@@ -120,6 +120,4 @@ async def publish(request: Request, context: Annotated[UiContext, Depends(ui_con
         extra=body.extra,
         dedupe_key=body.dedupe_key,
     )
-    return JSONResponse(
-        document("emission", {"receipt": receipt_document(receipt)}), status_code=200 if receipt.duplicate else 201
-    )
+    return document_response("emission", {"receipt": receipt_document(receipt)}, status_code=200 if receipt.duplicate else 201)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from partita.documents import document
 from partita.documents.overview import overview_body
+from starlette.responses import JSONResponse
+
 from partita.ui.api import PREFIX
+from partita.ui.api.responses import document_response
 from partita.ui.context import UiContext, ui_context
 from partita.ui.security import require_reader
 
@@ -23,6 +25,6 @@ router = APIRouter(prefix=PREFIX, tags=["overview"], dependencies=[Depends(requi
 def overview(
     context: Annotated[UiContext, Depends(ui_context)],
     runs: Annotated[int, Query(ge=1, le=100, description="How many recent runs to list.")] = 10,
-) -> dict[str, Any]:
+) -> JSONResponse:
     flows = [context.flow, *context.trigger_flows]
-    return document("overview", overview_body(context.store, flows, run_limit=runs, now=time.time()))
+    return document_response("overview", overview_body(context.store, flows, run_limit=runs, now=time.time()))

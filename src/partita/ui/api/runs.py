@@ -8,17 +8,19 @@ attempts and log lines), so a page costs the same however deep it is.
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query
 
 from partita.definitions.launch import LaunchKind, parse_tag
-from partita.documents import document
 from partita.documents.attempt_logs import LogFields, attempt_logs_body, log_query
 from partita.documents.attempts import attempts_body, parse_attempt_cursor
 from partita.documents.runs import RunView, run_summary
 from partita.store.protocol import AttemptQuery, RunFilter
+from starlette.responses import JSONResponse
+
 from partita.ui.api import PREFIX
+from partita.ui.api.responses import document_response
 from partita.ui.api.params import Storable
 from partita.ui.context import UiContext, ui_context
 from partita.ui.security import require_reader
@@ -59,15 +61,15 @@ def list_runs(
     before: Annotated[
         Storable | None, Query(min_length=1, max_length=64, description="The next cursor of the previous page: runs listed after it.")
     ] = None,
-) -> dict[str, Any]:
+) -> JSONResponse:
     found = context.store.list_runs(limit=limit, status=status, where=dataclasses.replace(where, before=before))
     cursor = found[-1].run_id if len(found) == limit else None
-    return document("runs", {"store": context.store.url, "runs": [run_summary(run) for run in found], "next": cursor})
+    return document_response("runs", {"store": context.store.url, "runs": [run_summary(run) for run in found], "next": cursor})
 
 
 @router.get("/runs/{run_id}", summary="One run: every task's outcome (partita.run)")
-def show_run(run_id: RunId, context: Annotated[UiContext, Depends(ui_context)]) -> dict[str, Any]:
-    return document("run", RunView.read(context.store, run_id).body())
+def show_run(run_id: RunId, context: Annotated[UiContext, Depends(ui_context)]) -> JSONResponse:
+    return document_response("run", RunView.read(context.store, run_id).body())
 
 
 @router.get("/runs/{run_id}/attempts", summary="A page of one run's attempts, by asset and index (partita.attempts)")
@@ -78,11 +80,11 @@ def run_attempts(
     status: Annotated[AttemptStatus | None, Query(description="Only attempts with this status.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_ATTEMPTS, description="At most this many attempts.")] = 100,
     after: Annotated[Text, Query(description="The next cursor of the previous page (ASSET:INDEX).")] = None,
-) -> dict[str, Any]:
+) -> JSONResponse:
     run = context.store.get_run(run_id)
     cursor = None if after is None else parse_attempt_cursor(after)
     page = context.store.list_attempts(run.run_id, AttemptQuery(asset=asset, status=status, after=cursor, limit=limit))
-    return document("attempts", attempts_body(run, page, limit))
+    return document_response("attempts", attempts_body(run, page, limit))
 
 
 @router.get("/runs/{run_id}/logs", summary="The log lines one run's attempts kept, a page at a time (partita.attempt-logs)")
@@ -100,11 +102,11 @@ def run_logs(
     ] = None,
     after: Annotated[int, Query(ge=0, le=2**62, description="Only lines written after this line id (the next cursor).")] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_LOG_LINES, description="At most this many lines.")] = 1_000,
-) -> dict[str, Any]:
+) -> JSONResponse:
     run = context.store.get_run(run_id)
     query = log_query(
         run, asset=asset, partition_key=partition_key, level=level, after_id=after, limit=limit, fields=API_LOG_FIELDS
     )
     lines = context.store.attempt_logs(run.run_id, query)
     cursor = max(line.id for line in lines) if len(lines) == limit else None
-    return document("attempt-logs", {**attempt_logs_body(run.run_id, lines), "next": cursor})
+    return document_response("attempt-logs", {**attempt_logs_body(run.run_id, lines), "next": cursor})
