@@ -20,9 +20,10 @@ from partita.cli.common import (
     store_option,
 )
 from partita.cli.tables import cli_console, print_table
+from partita.documents.emission import emission_body
 from partita.documents.events import events_body
 from partita.entry import load_registry
-from partita.events.external import parse_extra_text, parse_partition_date, publish_event, receipt_document
+from partita.events.external import parse_extra_text, parse_partition_date, publish_event
 
 
 @click.group()
@@ -105,13 +106,12 @@ def emit_event(
             registry,
             asset,
             partition_key=partition_key,
-            partition_date=parse_partition_date(partition_date),
-            extra=parse_extra_text(extra),
+            partition_date=parse_partition_date(partition_date, "--partition-date"),
+            extra=parse_extra_text(extra, "--extra"),
             dedupe_key=dedupe_key,
         )
-    document = receipt_document(receipt)
     if as_json:
-        emit_document("emission", {"receipt": document})
+        emit_document("emission", emission_body(receipt))
         return
     state = "already published (duplicate)" if receipt.duplicate else "published"
     cli_console().print(f"event {receipt.id} {state} at {receipt.timestamp.isoformat()}", highlight=False)

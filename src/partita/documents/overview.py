@@ -60,6 +60,11 @@ def _flow(flow: Flow, paused: bool, counts: dict[str, int]) -> dict[str, Any]:
     }
 
 
+def _open_requests(triggers: TriggerStore, flow: str) -> dict[str, int]:
+    """The flow's requests per status and its waiting keys, counted over indexes (nothing is evaluated)."""
+    return {**triggers.request_counts(flow), "waiting": triggers.waiting_count(flow)}
+
+
 def overview_body(store: SqlStore, flows: Sequence[Flow], *, run_limit: int, now: float) -> dict[str, Any]:
     """The body for ``flows`` (each name once, the first flow of a name kept) over ``store``."""
     by_name: dict[str, Flow] = {}
@@ -67,7 +72,7 @@ def overview_body(store: SqlStore, flows: Sequence[Flow], *, run_limit: int, now
         by_name.setdefault(flow.name, flow)
     unique = list(by_name.values())
     triggers = TriggerStore(store)
-    counts = triggers.request_counts([flow.name for flow in unique if flow.trigger is not None])
+    counts = {flow.name: _open_requests(triggers, flow.name) for flow in unique if flow.trigger is not None}
     return {
         "store": store.url,
         "runs": [run_summary(run) for run in store.list_runs(limit=run_limit)],

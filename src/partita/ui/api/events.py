@@ -18,11 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 
+from partita.documents.emission import emission_body
 from partita.documents.events import events_body
 from partita.errors import ConfigurationError
 from partita.events.emission import MAX_DEDUPE_KEY_LENGTH
 from partita.events.extra import MAX_EXTRA_DEPTH, json_text_depth
-from partita.events.external import parse_partition_date, publish_event, receipt_document
+from partita.events.external import parse_partition_date, publish_event
 from partita.ui.api import PREFIX
 from partita.ui.api.responses import document_response
 from partita.ui.api.params import Storable
@@ -120,4 +121,4 @@ async def publish(request: Request, context: Annotated[UiContext, Depends(ui_con
         extra=body.extra,
         dedupe_key=body.dedupe_key,
     )
-    return document_response("emission", {"receipt": receipt_document(receipt)}, status_code=200 if receipt.duplicate else 201)
+    return document_response("emission", emission_body(receipt), status_code=200 if receipt.duplicate else 201)
