@@ -61,17 +61,19 @@ class RunFilter:
     """Which runs `RunHistory.list_runs` returns besides its status: all given conditions hold.
 
     ``tags`` must all be on the run; ``since`` is a POSIX time the run started at or after;
-    ``launched_by`` is a `LaunchKind` value. ``before`` is a run id (or unique
-    prefix): only runs listed after it, newest first, are returned, so a page
-    of runs continues from the last run of the previous page (keyset
-    pagination: each page costs the same however deep it is).
+    ``before`` one it started strictly before (the cursor of a page of older runs).
+    ``launched_by`` is a `LaunchKind` value. ``before_run_id`` is a run id (or
+    unique prefix): only the runs listed after it, newest first, so a page
+    continues from the last run of the previous one, ties of start time
+    included (keyset pagination: each page costs the same however deep).
     """
 
     flow_name: str | None = None
     tags: Tags = ()
     since: float | None = None
+    before: float | None = None
     launched_by: str | None = None
-    before: str | None = None
+    before_run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -310,7 +310,7 @@ class SqlRunHistory:
         """The latest runs first, at most ``limit``, of one status and matching ``where`` if given.
 
         Runs that started at the same time are listed by descending id, so
-        ``where.before`` names one place in the order.
+        ``where.before_run_id`` names one place in the order.
         """
         query = filtered(select(runs), where).order_by(runs.c.started_at.desc(), runs.c.run_id.desc())
         if status in ("running", "interrupted"):
@@ -320,8 +320,8 @@ class SqlRunHistory:
         else:
             query = query.limit(limit)
         with self._failures("list runs"), self._connect() as connection:
-            if where is not None and where.before is not None:
-                anchor = self._find(connection, where.before)
+            if where is not None and where.before_run_id is not None:
+                anchor = self._find(connection, where.before_run_id)
                 query = query.where(
                     or_(
                         runs.c.started_at < anchor.started_at,

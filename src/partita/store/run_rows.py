@@ -77,6 +77,8 @@ def filtered(query: Select[Any], where: RunFilter | None) -> Select[Any]:
         query = query.where(runs.c.flow_name == where.flow_name)
     if where.since is not None:
         query = query.where(runs.c.started_at >= where.since)
+    if where.before is not None:
+        query = query.where(runs.c.started_at < where.before)
     if where.launched_by is not None:
         query = query.where(runs.c.launched_by == where.launched_by)
     for key, value in where.tags:

@@ -80,14 +80,14 @@ def test_a_page_of_runs_continues_after_the_run_it_names(run_history) -> None:
     _three_runs(run_history)
     _start(run_history, "d" * 32, NOW + dt.timedelta(hours=4), RunLaunch(LaunchKind.CLI, "hourly"))  # same start as c
     assert _ids(run_history) == ["d" * 32, "c" * 32, "b" * 32, "a" * 32]  # a tie is ordered by id, descending
-    assert _ids(run_history, before="d" * 32) == ["c" * 32, "b" * 32, "a" * 32]
-    assert _ids(run_history, before="c" * 32) == ["b" * 32, "a" * 32]
-    assert _ids(run_history, before="cccc") == ["b" * 32, "a" * 32]  # a unique prefix names the run too
-    assert _ids(run_history, before="a" * 32) == []
-    assert _ids(run_history, before="c" * 32, flow_name="daily", launched_by="cli") == ["a" * 32]
+    assert _ids(run_history, before_run_id="d" * 32) == ["c" * 32, "b" * 32, "a" * 32]
+    assert _ids(run_history, before_run_id="c" * 32) == ["b" * 32, "a" * 32]
+    assert _ids(run_history, before_run_id="cccc") == ["b" * 32, "a" * 32]  # a unique prefix names the run too
+    assert _ids(run_history, before_run_id="a" * 32) == []
+    assert _ids(run_history, before_run_id="c" * 32, flow_name="daily", launched_by="cli") == ["a" * 32]
 
 
 def test_a_page_after_an_unknown_run_is_an_unknown_run_error(run_history) -> None:
     _three_runs(run_history)
     with pytest.raises(UnknownRunError):
-        run_history.list_runs(where=RunFilter(before="f" * 32))
+        run_history.list_runs(where=RunFilter(before_run_id="f" * 32))

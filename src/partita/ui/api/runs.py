@@ -45,11 +45,10 @@ Text = Annotated[Storable | None, Query(min_length=1, max_length=200)]
 def run_filter(
     flow: Annotated[Storable | None, Query(max_length=200, description="Only runs of this flow.")] = None,
     tag: Annotated[list[Storable] | None, Query(description="KEY=VALUE; repeat for runs carrying every tag.")] = None,
-    launched_by: Annotated[LaunchedBy | None, Query(description="Only runs started this way.")] = None,
 ) -> RunFilter:
     """The filters shared by the runs API and the runs page; a malformed tag is a 400 naming the rule."""
     tags = dict(parse_tag(text, "tag") for text in tag or ())
-    return RunFilter(flow_name=flow or None, tags=tuple(sorted(tags.items())), launched_by=launched_by)
+    return RunFilter(flow_name=flow or None, tags=tuple(sorted(tags.items())))
 
 
 @router.get("/runs", summary="Recent runs, newest first, a page at a time (partita.runs)")
@@ -57,12 +56,14 @@ def list_runs(
     context: Annotated[UiContext, Depends(ui_context)],
     where: Annotated[RunFilter, Depends(run_filter)],
     status: Annotated[RunStatus | None, Query(description="Only runs with this status.")] = None,
+    launched_by: Annotated[LaunchedBy | None, Query(description="Only runs started this way.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_RUNS, description="At most this many runs.")] = 50,
     before: Annotated[
         Storable | None, Query(min_length=1, max_length=64, description="The next cursor of the previous page: runs listed after it.")
     ] = None,
 ) -> JSONResponse:
-    found = context.store.list_runs(limit=limit, status=status, where=dataclasses.replace(where, before=before))
+    where = dataclasses.replace(where, launched_by=launched_by, before_run_id=before)
+    found = context.store.list_runs(limit=limit, status=status, where=where)
     cursor = found[-1].run_id if len(found) == limit else None
     return document_response("runs", {"store": context.store.url, "runs": [run_summary(run) for run in found], "next": cursor})
 
