@@ -13,6 +13,7 @@ import datetime as dt
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query
+from starlette.responses import JSONResponse
 
 from partita.definitions.assets import AssetDefinition
 from partita.definitions.config import RunConfig
@@ -23,11 +24,10 @@ from partita.operations.scope import range_size
 from partita.operations.status import asset_status
 from partita.partitions.runtime import PartitionAtRuntime
 from partita.planning.selection import KeySource, SelectionFields
-from starlette.responses import JSONResponse
 
 from partita.ui.api import PREFIX
-from partita.ui.api.responses import document_response
 from partita.ui.api.params import Storable
+from partita.ui.api.responses import document_response
 from partita.ui.context import UiContext, ui_context
 from partita.ui.security import require_reader
 
@@ -48,7 +48,9 @@ def _definition(context: UiContext, name: str) -> tuple[AssetDefinition, dict[st
     closure = {definition.name: definition for definition in context.flow.closure()}
     definition = closure.get(name)
     if definition is None:
-        raise HTTPException(status_code=404, detail="no asset of that name in the entry's flow; GET /api/v1/assets lists them")
+        raise HTTPException(
+            status_code=404, detail="no asset of that name in the entry's flow; GET /api/v1/assets lists them"
+        )
     return definition, closure
 
 
@@ -97,8 +99,9 @@ def asset_status_document(
     if start is not None and end is not None:
         _check_window(definition, start, end)
         config = RunConfig.coerce({"partition_range": (start, end)})
+    now = dt.datetime.now(dt.UTC)
     status = asset_status(
-        definition, closure, config, context.store, dt.datetime.now(dt.UTC), source=KeySource.TEXT, fields=API_SELECTION_FIELDS
+        definition, closure, config, context.store, now, source=KeySource.TEXT, fields=API_SELECTION_FIELDS
     )
     if len(status.keys) > MAX_API_STATUS_KEYS:
         raise SelectionError(

@@ -25,8 +25,8 @@ from partita.events.emission import MAX_DEDUPE_KEY_LENGTH
 from partita.events.extra import MAX_EXTRA_DEPTH, json_text_depth
 from partita.events.external import parse_partition_date, publish_event
 from partita.ui.api import PREFIX
-from partita.ui.api.responses import document_response
 from partita.ui.api.params import Storable
+from partita.ui.api.responses import document_response
 from partita.ui.context import UiContext, ui_context
 from partita.ui.security import require_reader, require_writer
 
@@ -48,7 +48,9 @@ class EventBody(BaseModel):
     partition_date: str | None = Field(
         default=None, max_length=64, description="ISO 8601 date-time with a UTC offset; needs partition_key."
     )
-    extra: dict[str, Any] | None = Field(default=None, description="A JSON object kept with the event (64 KiB at most).")
+    extra: dict[str, Any] | None = Field(
+        default=None, description="A JSON object kept with the event (64 KiB at most)."
+    )
     dedupe_key: str | None = Field(
         default=None, max_length=MAX_DEDUPE_KEY_LENGTH, description="Makes repeating this publication idempotent."
     )
@@ -84,11 +86,15 @@ def _refuse_constant(name: str) -> Any:
 @router.get("/events", summary="Events of the store's log in id order, a page at a time (partita.events)")
 def list_events(
     context: Annotated[UiContext, Depends(ui_context)],
-    asset: Annotated[Storable | None, Query(min_length=1, max_length=200, description="Only this asset's events.")] = None,
+    asset: Annotated[
+        Storable | None, Query(min_length=1, max_length=200, description="Only this asset's events.")
+    ] = None,
     partition_key: Annotated[
         Storable | None, Query(min_length=1, max_length=1000, description="Only events with this canonical key text.")
     ] = None,
-    since: Annotated[int | None, Query(ge=0, le=2**62, description="Only events after this id (the next cursor).")] = None,
+    since: Annotated[
+        int | None, Query(ge=0, le=2**62, description="Only events after this id (the next cursor).")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_EVENTS, description="At most this many events.")] = 100,
 ) -> JSONResponse:
     found = context.store.list_events(asset=asset, partition_key=partition_key, since=since, limit=limit)

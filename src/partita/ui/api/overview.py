@@ -6,9 +6,9 @@ import time
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
+from starlette.responses import JSONResponse
 
 from partita.documents.overview import overview_body
-from starlette.responses import JSONResponse
 
 from partita.ui.api import PREFIX
 from partita.ui.api.responses import document_response

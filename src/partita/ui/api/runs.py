@@ -11,17 +11,17 @@ import dataclasses
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query
+from starlette.responses import JSONResponse
 
 from partita.definitions.launch import LaunchKind, parse_tag
 from partita.documents.attempt_logs import LogFields, attempt_logs_body, log_query
 from partita.documents.attempts import attempts_body, parse_attempt_cursor
 from partita.documents.runs import RunView, run_summary
 from partita.store.protocol import AttemptQuery, RunFilter
-from starlette.responses import JSONResponse
 
 from partita.ui.api import PREFIX
-from partita.ui.api.responses import document_response
 from partita.ui.api.params import Storable
+from partita.ui.api.responses import document_response
 from partita.ui.context import UiContext, ui_context
 from partita.ui.security import require_reader
 
@@ -38,7 +38,9 @@ MAX_LOG_LINES = 5_000
 #: How the log filters are named in messages.
 API_LOG_FIELDS = LogFields("asset", "partition_key")
 
-RunId = Annotated[Storable, Path(min_length=1, max_length=64, description="A run id, or a unique prefix of at least 4 characters.")]
+RunId = Annotated[
+    Storable, Path(min_length=1, max_length=64, description="A run id, or a unique prefix of at least 4 characters.")
+]
 Text = Annotated[Storable | None, Query(min_length=1, max_length=200)]
 
 
@@ -59,13 +61,15 @@ def list_runs(
     launched_by: Annotated[LaunchedBy | None, Query(description="Only runs started this way.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_RUNS, description="At most this many runs.")] = 50,
     before: Annotated[
-        Storable | None, Query(min_length=1, max_length=64, description="The next cursor of the previous page: runs listed after it.")
+        Storable | None,
+        Query(min_length=1, max_length=64, description="The next cursor of the previous page: runs listed after it."),
     ] = None,
 ) -> JSONResponse:
     where = dataclasses.replace(where, launched_by=launched_by, before_run_id=before)
     found = context.store.list_runs(limit=limit, status=status, where=where)
     cursor = found[-1].run_id if len(found) == limit else None
-    return document_response("runs", {"store": context.store.url, "runs": [run_summary(run) for run in found], "next": cursor})
+    body = {"store": context.store.url, "runs": [run_summary(run) for run in found], "next": cursor}
+    return document_response("runs", body)
 
 
 @router.get("/runs/{run_id}", summary="One run: every task's outcome (partita.run)")
@@ -88,12 +92,16 @@ def run_attempts(
     return document_response("attempts", attempts_body(run, page, limit))
 
 
-@router.get("/runs/{run_id}/logs", summary="The log lines one run's attempts kept, a page at a time (partita.attempt-logs)")
+@router.get(
+    "/runs/{run_id}/logs", summary="The log lines one run's attempts kept, a page at a time (partita.attempt-logs)"
+)
 def run_logs(
     run_id: RunId,
     context: Annotated[UiContext, Depends(ui_context)],
     asset: Annotated[Text, Query(description="Only this asset's lines.")] = None,
-    partition_key: Annotated[Text, Query(description="Only this key's lines (the run must have recorded keys).")] = None,
+    partition_key: Annotated[
+        Text, Query(description="Only this key's lines (the run must have recorded keys).")
+    ] = None,
     level: Annotated[
         str | None,
         Query(
@@ -101,7 +109,9 @@ def run_logs(
             description="Only records at or above this level (captured output and cut markers always).",
         ),
     ] = None,
-    after: Annotated[int, Query(ge=0, le=2**62, description="Only lines written after this line id (the next cursor).")] = 0,
+    after: Annotated[
+        int, Query(ge=0, le=2**62, description="Only lines written after this line id (the next cursor).")
+    ] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_LOG_LINES, description="At most this many lines.")] = 1_000,
 ) -> JSONResponse:
     run = context.store.get_run(run_id)
