@@ -49,6 +49,7 @@ from partita.store import open_store
 from partita.store.liveness import current_owner_token
 from partita.store.schema import attempt_logs, attempts, daemons, events, invocations, run_tags, runs, trigger_requests
 from partita.ui import UiSettings, create_app
+from partita.ui.api.assets import MAX_API_STATUS_KEYS
 from partita.ui.routes import ROUTERS
 
 KEYS_PER_RUN = 50
@@ -267,7 +268,7 @@ def _requests(seed: Seed) -> list[str]:
             path = path.replace(placeholder, value)
         if "{" not in path:
             requests.append(path)
-    window = (seed.key(DAYS - 10_000), seed.key(DAYS - 1))
+    window = (seed.key(DAYS - MAX_API_STATUS_KEYS), seed.key(DAYS - 1))  # the largest window one request covers
     middle = seed.run_ids[len(seed.run_ids) // 2]
     requests += [
         "/api/v1/runs?limit=500",
