@@ -62,18 +62,17 @@ class RunFilter:
 
     ``tags`` must all be on the run; ``since`` is a POSIX time the run started at or after;
     ``before`` one it started strictly before (the cursor of a page of older runs).
-    ``launched_by`` is a `LaunchKind` value. ``before_run_id`` is a run id (or
-    unique prefix): only the runs listed after it, newest first, so a page
-    continues from the last run of the previous one, ties of start time
-    included (keyset pagination: each page costs the same however deep).
     """
 
     flow_name: str | None = None
+    #: A `LaunchKind` value: only runs launched that way.
+    launched_by: str | None = None
+    #: A run id (or unique prefix): only the runs listed after it, newest first, ties of start time
+    #: included, so a page continues from the last run of the previous one (keyset pagination).
+    before_run_id: str | None = None
     tags: Tags = ()
     since: float | None = None
     before: float | None = None
-    launched_by: str | None = None
-    before_run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,12 +75,12 @@ def filtered(query: Select[Any], where: RunFilter | None) -> Select[Any]:
         return query
     if where.flow_name is not None:
         query = query.where(runs.c.flow_name == where.flow_name)
+    if where.launched_by is not None:
+        query = query.where(runs.c.launched_by == where.launched_by)
     if where.since is not None:
         query = query.where(runs.c.started_at >= where.since)
     if where.before is not None:
         query = query.where(runs.c.started_at < where.before)
-    if where.launched_by is not None:
-        query = query.where(runs.c.launched_by == where.launched_by)
     for key, value in where.tags:
         tagged = select(run_tags.c.run_id).where(run_tags.c.key == key, run_tags.c.value == value)
         query = query.where(runs.c.run_id.in_(tagged))
