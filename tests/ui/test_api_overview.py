@@ -65,7 +65,7 @@ def test_pending_counts_come_from_recorded_requests_and_pausing_shows(client: Te
     assert after["paused"] is True
 
 
-def test_a_serving_daemon_shows_running_with_its_heartbeat_then_stopped(client: TestClient, store_url: str) -> None:
+def test_a_serving_daemon_shows_serving_with_its_heartbeat_then_stopped(client: TestClient, store_url: str) -> None:
     store = open_store(store_url)
     daemon = TriggerDaemon([trigger_flow()], store, listen=False)
     serving = threading.Thread(target=daemon.serve)
@@ -75,7 +75,7 @@ def test_a_serving_daemon_shows_running_with_its_heartbeat_then_stopped(client: 
         while not (daemons := _overview(client)["daemons"]) and time.monotonic() < deadline:
             time.sleep(0.02)
         (shown,) = daemons
-        assert (shown["daemon_id"], shown["state"], shown["stopped_at"]) == (daemon.daemon_id, "running", None)
+        assert (shown["daemon_id"], shown["state"], shown["stopped_at"]) == (daemon.daemon_id, "serving", None)
         assert shown["heartbeat_at"] >= shown["started_at"]
     finally:
         daemon.stop()
@@ -85,14 +85,14 @@ def test_a_serving_daemon_shows_running_with_its_heartbeat_then_stopped(client: 
     assert stopped["state"] == "stopped" and stopped["stopped_at"] is not None
 
 
-def test_a_daemon_without_a_recent_heartbeat_reads_stale(client: TestClient, store_url: str) -> None:
+def test_a_daemon_without_a_recent_heartbeat_reads_silent(client: TestClient, store_url: str) -> None:
     store = open_store(store_url)
     try:
         TriggerStore(store).daemon_started("d" * 32, "elsewhere", 4242, time.time() - 3600)
     finally:
         store.close()
     (shown,) = _overview(client)["daemons"]
-    assert (shown["host"], shown["pid"], shown["state"]) == ("elsewhere", 4242, "stale")
+    assert (shown["host"], shown["pid"], shown["state"]) == ("elsewhere", 4242, "silent")
 
 
 def test_the_run_limit_is_bounded(client: TestClient) -> None:

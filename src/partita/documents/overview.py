@@ -20,7 +20,8 @@ from partita.store.triggers import DaemonRecord, TriggerStore
 
 __all__ = ["DAEMON_STALE_SECONDS", "overview_body"]
 
-#: A daemon whose last heartbeat is older than this (three missed beats) reads ``stale``: it may be gone.
+#: A daemon whose last heartbeat is older than this (three missed beats) reads ``silent``: it may be gone.
+#: The words are the overview page's.
 DAEMON_STALE_SECONDS = 3 * HEARTBEAT_SECONDS
 #: The daemons listed (latest heartbeat first): a store shared for months keeps every registration.
 MAX_DAEMONS = 20
@@ -34,9 +35,9 @@ def _daemon(record: DaemonRecord, now: float) -> dict[str, Any]:
     if record.stopped_at is not None:
         state = "stopped"
     elif now - record.heartbeat_at > DAEMON_STALE_SECONDS:
-        state = "stale"
+        state = "silent"
     else:
-        state = "running"
+        state = "serving"
     return {
         "daemon_id": record.daemon_id,
         "host": record.host,
