@@ -168,8 +168,9 @@ class Seed:
                     )
                     for asset, finished in (("exports", at + 0.2), ("daily_total", at + 0.4)):
                         yield "event", (asset, key, None, "{}", finished, "outlet", run_id, asset, True, 1, None, None)
-                yield "log", (
-                    run_id, "exports", index, 1, 1, at + 0.01, "log", 20, "partita.asset.exports", "reading the export",
+                yield "log", (  # a run's lines are numbered in its write order
+                    run_id, index + 1, "exports", index, 1, 1, at + 0.01, "log", 20, "partita.asset.exports",
+                    "reading the export",
                 )
 
     def _published(self, count: int) -> Iterator[tuple[Any, ...]]:
@@ -191,7 +192,7 @@ class Seed:
                     connection, run_tags, [(run_id, "team", "data") for run_id in self.run_ids[::3]]
                 )
             kinds: dict[str, list[tuple[Any, ...]]] = {"attempt": [], "invocation": [], "event": [], "log": []}
-            tables = {"attempt": (attempts, 0), "invocation": (invocations, 0), "event": (events, 1), "log": (attempt_logs, 1)}
+            tables = {"attempt": (attempts, 0), "invocation": (invocations, 0), "event": (events, 1), "log": (attempt_logs, 0)}
             outlets = 0
             for kind, row in self._attempt_rows():
                 assert row is not None
