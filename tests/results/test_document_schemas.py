@@ -59,6 +59,8 @@ CLI_DOCUMENTS = (
     "schedules",
     "attempt-logs",
 )
+#: Documents only the HTTP API serves; tests/ui/test_api_documents.py validates them.
+API_DOCUMENTS = ("overview", "asset", "attempts")
 SECRET = "tenant-secret-42"  # a distinctive key: it must never leak unless recorded on purpose
 WAIT = 30.0  # seconds any wait for work may take before the test fails
 
@@ -116,7 +118,7 @@ def test_schema_files_are_valid_draft_2020_12_and_complete():
     names = sorted(path.name for path in SCHEMAS.glob("*.json"))
     expected = sorted(
         ["plan.v1.json", *(f"run-record.v{n}.json" for n in RECORD_VERSIONS)]
-        + [f"{kind}.v1.json" for kind in CLI_DOCUMENTS if kind != "plan"]
+        + [f"{kind}.v1.json" for kind in (*CLI_DOCUMENTS, *API_DOCUMENTS) if kind != "plan"]
     )
     assert names == expected
     for name in names:

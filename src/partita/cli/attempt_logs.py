@@ -32,6 +32,7 @@ from partita.cli.common import (
     store_option,
 )
 from partita.cli.tables import cli_console
+from partita.documents.attempt_logs import LOG_LEVELS, attempt_logs_body, log_query, partitioned_assets
 from partita.errors import ConfigurationError
 from partita.execution.events import ExecutionEvent
 from partita.execution.log_capture import ASSET_LOGGER
@@ -45,7 +46,6 @@ __all__ = ["LiveLogLines", "Verbosity", "log_options", "runs_logs", "with_captur
 
 #: How often ``--follow`` asks the store for new lines.
 FOLLOW_POLL_SECONDS = 0.2
-_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _STYLE = {logging.WARNING: "yellow", logging.ERROR: "red", logging.CRITICAL: "bold red"}
 
 
@@ -140,20 +140,6 @@ class LiveLogLines:
 # -- partita runs logs ------------------------------------------------------------
 
 
-def _line_document(stored: StoredLogLine) -> dict[str, Any]:
-    return {"id": stored.id, **stored.line.to_dict(), "partition_key": stored.partition_key}
-
-
-def _query(asset: str | None, key: str | None, level: str | None) -> LogQuery:
-    return LogQuery(
-        asset=asset, partition_key=key, min_level=None if level is None else logging.getLevelName(level.upper())
-    )
-
-
-def _partitioned(plan: dict[str, Any]) -> set[str]:
-    return {task["name"] for task in plan.get("tasks", ()) if task.get("partitioned")}
-
-
 def _follow(store: SqlStore, run_id: str, query: LogQuery, show: Callable[[Sequence[StoredLogLine]], None]) -> None:
     """Print new lines until the run is no longer running (then once more: its last flush)."""
     last = 0
@@ -181,7 +167,7 @@ def _fields(query: LogQuery) -> dict[str, Any]:
     help="Only the lines of this partition key (the run must have recorded keys).",
 )
 @click.option(
-    "--level", type=click.Choice(_LEVELS, case_sensitive=False), default=None,
+    "--level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default=None,
     help="Only records at or above LEVEL (captured output and cut markers are always shown).",
 )
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until the run finishes.")
@@ -204,15 +190,8 @@ def runs_logs(
         if store is None:
             raise no_run_store_error(run_id, store_url)
         run = store.get_run(run_id)
-        if partition_key is not None and not run.record_partition_keys:
-            raise ConfigurationError(
-                "--key needs a run that recorded partition keys (record_partition_keys); this run did not: "
-                "use --asset, or record keys in later runs"
-            )
-        if asset is not None and asset not in {task["name"] for task in run.plan.get("tasks", ())}:
-            raise ConfigurationError(f"--asset names no asset of run {run.run_id}; `partita runs show` lists them")
-        query = _query(asset, partition_key, level)
-        partitioned = _partitioned(run.plan)
+        query = log_query(run, asset=asset, partition_key=partition_key, level=level)
+        partitioned = partitioned_assets(run)
         console = cli_console()
 
         def show(lines: Sequence[StoredLogLine]) -> None:
@@ -228,7 +207,7 @@ def runs_logs(
             return
         lines = sorted_for_reading(store.attempt_logs(run.run_id, query))
     if as_json:
-        emit_document("attempt-logs", {"run_id": run.run_id, "lines": [_line_document(line) for line in lines]})
+        emit_document("attempt-logs", attempt_logs_body(run.run_id, lines))
         return
     if not lines:
         filtered = asset is not None or partition_key is not None or level is not None

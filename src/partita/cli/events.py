@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from typing import Any
 
@@ -21,11 +20,10 @@ from partita.cli.common import (
     store_option,
 )
 from partita.cli.tables import cli_console, print_table
+from partita.documents.emission import emission_body
 from partita.documents.events import events_body
 from partita.entry import load_registry
-from partita.errors import ConfigurationError
-from partita.events.emission import MAX_EXTRA_DEPTH, json_text_depth
-from partita.events.external import publish_event
+from partita.events.external import parse_extra_text, parse_partition_date, publish_event
 
 
 @click.group()
@@ -79,30 +77,6 @@ def list_events(
     print_table(console, table)
 
 
-def _parse_date(text: str | None) -> dt.datetime | None:
-    if text is None:
-        return None
-    try:
-        value = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise ConfigurationError("--partition-date must be an ISO 8601 date-time with a UTC offset") from None
-    if value.tzinfo is None:
-        raise ConfigurationError("--partition-date must carry a UTC offset (for example 2026-08-08T00:00:00+00:00)")
-    return value
-
-
-def _parse_extra(text: str | None) -> Any:
-    if text is None:
-        return None
-    if json_text_depth(text) > MAX_EXTRA_DEPTH:
-        # Refused before parsing: json.loads recurses once per level.
-        raise ConfigurationError(f"--extra nests deeper than {MAX_EXTRA_DEPTH} levels of objects and arrays")
-    try:
-        return json.loads(text, parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
-    except ValueError:
-        raise ConfigurationError("--extra must be a JSON object, for example '{\"rows\": 100}'") from None
-
-
 @events.command("emit")
 @click.argument("asset")
 @click.argument("entry")
@@ -132,13 +106,12 @@ def emit_event(
             registry,
             asset,
             partition_key=partition_key,
-            partition_date=_parse_date(partition_date),
-            extra=_parse_extra(extra),
+            partition_date=parse_partition_date(partition_date, "--partition-date"),
+            extra=parse_extra_text(extra, "--extra"),
             dedupe_key=dedupe_key,
         )
-    document = {"id": receipt.id, "timestamp": receipt.timestamp.isoformat(), "duplicate": receipt.duplicate}
     if as_json:
-        emit_document("emission", {"receipt": document})
+        emit_document("emission", emission_body(receipt))
         return
     state = "already published (duplicate)" if receipt.duplicate else "published"
     cli_console().print(f"event {receipt.id} {state} at {receipt.timestamp.isoformat()}", highlight=False)

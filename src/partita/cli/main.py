@@ -193,10 +193,6 @@ def partitions() -> None:
     """
 
 
-def _runtime_domain(name: str) -> str:
-    return name if name.startswith("runtime:") else f"runtime:{name}"
-
-
 @partitions.command("describe", hidden=True)
 @_entry_argument
 @click.option(
@@ -216,27 +212,21 @@ def describe_partitions(
     a runtime domain's producer has discovered (active or retired).
     """
     from partita.cli.render import render_known_partitions, render_partitions
+    from partita.documents.partitions import definitions_body, known_keys_body, runtime_domain_of
 
     flow = _entry_flow(entry, targets)
     closure = flow.closure()
     if domain_name is not None:
-        domain = _runtime_domain(domain_name)
-        if not any(d.partition_def is not None and d.partition_def.domain == domain for d in closure):
-            raise ConfigurationError(f"no asset of {entry!r} is in the runtime domain {domain}")
+        domain = runtime_domain_of(closure, domain_name, repr(entry))
         with reading_store(store_url) as store:
             known = [] if store is None else store.list_partitions(domain)
         if as_json:
-            emit_document("partitions", {"domain": domain, "keys": [record.to_dict() for record in known]})
+            emit_document("partitions", known_keys_body(domain, known))
             return
         render_known_partitions(cli_console(), domain, known)
         return
     if as_json:
-        described = [
-            {"asset": definition.name, "partition": definition.partition_def.describe()}
-            for definition in closure
-            if definition.partition_def is not None
-        ]
-        emit_document("partitions", {"assets": described})
+        emit_document("partitions", definitions_body(closure))
         return
     render_partitions(cli_console(), closure)
 
@@ -249,7 +239,9 @@ def describe_partitions(
 @handles_errors
 def retire_partition(name: str, key: str, store_url: str | None, as_json: bool) -> None:
     """Retire KEY of the runtime domain NAME (discovering it again reactivates it)."""
-    domain = _runtime_domain(name)
+    from partita.documents.partitions import runtime_domain
+
+    domain = runtime_domain(name)
     with reading_store(store_url) as store:
         if store is None:
             raise UnknownPartitionError(f"domain {domain} has no known partitions: no run-history store exists yet")

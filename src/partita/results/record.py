@@ -61,6 +61,7 @@ __all__ = [
     "SUPPORTED_RECORD_VERSIONS",
     "TaskRecord",
     "NOT_STARTED",
+    "attempt_document",
     "attempt_record_of",
     "render_record",
     "run_record",
@@ -228,7 +229,7 @@ def task_status(task: TaskRecord, run_status: str) -> str:
     return next((status for status in _STATUS_ORDER if status in present), "success")
 
 
-def _attempt_document(attempt: AttemptRecord, version: int, with_keys: bool) -> dict[str, Any]:
+def attempt_document(attempt: AttemptRecord, version: int, with_keys: bool) -> dict[str, Any]:
     document: dict[str, Any] = {
         "index": attempt.index,
         "partition_key_present": attempt.partition_key_present,
@@ -269,7 +270,7 @@ def _task_document(task: TaskRecord, header: RunHeader, version: int, with_keys:
         "status": task_status(task, header.status),
         "reason": task.skip_reason if not task.attempts else None,
         "counts": _counts(task.attempts),
-        "attempts": [_attempt_document(attempt, version, with_keys) for attempt in task.attempts],
+        "attempts": [attempt_document(attempt, version, with_keys) for attempt in task.attempts],
     }
     if version >= 4 and task.asset in header.discovered_key_counts:
         document["discovered_key_count"] = header.discovered_key_counts[task.asset]

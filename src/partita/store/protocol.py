@@ -22,6 +22,7 @@ from partita.results.record import AttemptRecord, RunHeader, TaskRecord
 
 __all__ = [
     "AttemptMark",
+    "AttemptQuery",
     "CancelOutcome",
     "CancelRequest",
     "EventStore",
@@ -59,12 +60,19 @@ class RunStart:
 class RunFilter:
     """Which runs `RunHistory.list_runs` returns besides its status: all given conditions hold.
 
-    ``tags`` must all be on the run; ``since`` is a POSIX time the run started at or after.
+    ``tags`` must all be on the run; ``since`` is a POSIX time the run started at or after;
+    ``before`` one it started strictly before (the cursor of a page of older runs).
     """
 
     flow_name: str | None = None
+    #: A `LaunchKind` value: only runs launched that way.
+    launched_by: str | None = None
+    #: A run id (or unique prefix): only the runs listed after it, newest first, ties of start time
+    #: included, so a page continues from the last run of the previous one (keyset pagination).
+    before_run_id: str | None = None
     tags: Tags = ()
     since: float | None = None
+    before: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +103,21 @@ class LogQuery:
     min_level: int | None = None
     after_id: int = 0
     limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptQuery:
+    """Which of a run's attempts `RunHistory.list_attempts` returns, in (asset, index) order.
+
+    ``status`` is an attempt status as history shows it (``interrupted`` for
+    an attempt left running by a run whose owner is gone); ``after`` is the
+    (asset, index) of the last attempt of the previous page.
+    """
+
+    asset: str | None = None
+    status: str | None = None
+    after: tuple[str, int] | None = None
+    limit: int = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +348,10 @@ class RunHistory(Protocol):
         The only keys whose attempts change their status: a status reads these
         instead of an entry for every recorded key.
         """
+        ...
+
+    def list_attempts(self, run_id: str, query: AttemptQuery) -> list[AttemptRecord]:
+        """A page of the run's attempts matching ``query``, with their invocations; `UnknownRunError` if unknown."""
         ...
 
     def unkeyed_attempts(self, asset: str) -> KeyAttempts:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, and_, false, func, or_, select
 
 from partita.definitions.launch import Tags
 from partita.errors import UnknownRunError
@@ -25,6 +25,7 @@ from partita.store.attempt_states import read_failed_or_running, read_key_attemp
 from partita.store.database import Database
 from partita.store.liveness import owner_is_alive
 from partita.store.protocol import (
+    AttemptQuery,
     CancelOutcome,
     CancelRequest,
     KeyAttempts,
@@ -40,6 +41,7 @@ from partita.store.retries import retry_transient
 from partita.store.rows import event_row
 from partita.store.run_rows import (
     RUN_START_COLUMNS,
+    attempt_records,
     filtered,
     progress_rows,
     replayed,
@@ -305,8 +307,12 @@ class SqlRunHistory:
     def list_runs(
         self, *, limit: int = 20, status: str | None = None, where: RunFilter | None = None
     ) -> list[StoredRun]:
-        """The latest runs first, at most ``limit``, of one status and matching ``where`` if given."""
-        query = filtered(select(runs), where).order_by(runs.c.started_at.desc())
+        """The latest runs first, at most ``limit``, of one status and matching ``where`` if given.
+
+        Runs that started at the same time are listed by descending id, so
+        ``where.before_run_id`` names one place in the order.
+        """
+        query = filtered(select(runs), where).order_by(runs.c.started_at.desc(), runs.c.run_id.desc())
         if status in ("running", "interrupted"):
             query = query.where(runs.c.status == "running")
         elif status is not None:
@@ -314,6 +320,14 @@ class SqlRunHistory:
         else:
             query = query.limit(limit)
         with self._failures("list runs"), self._connect() as connection:
+            if where is not None and where.before_run_id is not None:
+                anchor = self._find(connection, where.before_run_id)
+                query = query.where(
+                    or_(
+                        runs.c.started_at < anchor.started_at,
+                        and_(runs.c.started_at == anchor.started_at, runs.c.run_id < anchor.run_id),
+                    )
+                )
             rows = list(connection.execute(query))
             if status in ("running", "interrupted"):
                 rows = [row for row in rows if self.status(row) == status][:limit]
@@ -393,3 +407,47 @@ class SqlRunHistory:
         with self._failures("read the run's logs"), self._connect() as connection:
             row = self._find(connection, run_id)
             return read_logs(connection, row.run_id, LogQuery() if query is None else query)
+
+    def list_attempts(self, run_id: str, query: AttemptQuery) -> list[AttemptRecord]:
+        """A page of the run's attempts in (asset, index) order, read through the primary key."""
+        with self._failures("read the run's attempts"), self._connect() as connection:
+            row = self._find(connection, run_id)
+            run_status = self.status(row)
+            statement = select(attempts).where(attempts.c.run_id == row.run_id)
+            if query.asset is not None:
+                statement = statement.where(attempts.c.asset == query.asset)
+            if query.status is not None:
+                statement = statement.where(*_stored_status(query.status, run_status))
+            if query.after is not None:
+                asset, index = query.after
+                statement = statement.where(
+                    or_(attempts.c.asset > asset, and_(attempts.c.asset == asset, attempts.c.idx > index))
+                )
+            page = list(connection.execute(statement.order_by(attempts.c.asset, attempts.c.idx).limit(query.limit)))
+            invocation_rows = self._invocations_of(connection, row.run_id, page)
+        return attempt_records(run_status, page, invocation_rows)
+
+    def _invocations_of(self, connection: Connection, run_id: str, page: Sequence[Any]) -> list[Any]:
+        """The invocation rows of a page of attempts: only retried or failed attempts have any."""
+        wanted = [(att.asset, att.idx) for att in page if att.invocations > 1 or att.status != "success"]
+        if not wanted:
+            return []
+        keys = and_(invocations.c.run_id == run_id, invocations.c.asset.in_(sorted({asset for asset, _ in wanted})))
+        low, high = min(index for _, index in wanted), max(index for _, index in wanted)
+        rows = connection.execute(select(invocations).where(keys, invocations.c.idx.between(low, high)))
+        chosen = set(wanted)
+        return [inv for inv in rows if (inv.asset, inv.idx) in chosen]
+
+
+def _stored_status(status: str, run_status: str) -> tuple[Any, ...]:
+    """The condition on stored rows for an attempt status as history shows it.
+
+    An attempt is stored ``running`` until its outcome; history shows it
+    ``interrupted`` when its run's owner is gone, so neither status alone
+    names the rows.
+    """
+    if status == "interrupted":
+        return (attempts.c.status == "running",) if run_status == "interrupted" else (false(),)
+    if status == "running" and run_status == "interrupted":
+        return (false(),)
+    return (attempts.c.status == status,)

@@ -21,7 +21,16 @@ from partita.store.protocol import ProgressBatch, RunFilter, RunStart, StoredRun
 from partita.store.rows import utc_datetime
 from partita.store.schema import run_tags, runs
 
-__all__ = ["RUN_START_COLUMNS", "filtered", "progress_rows", "replayed", "run_start_row", "stored_run", "task_records"]
+__all__ = [
+    "RUN_START_COLUMNS",
+    "attempt_records",
+    "filtered",
+    "progress_rows",
+    "replayed",
+    "run_start_row",
+    "stored_run",
+    "task_records",
+]
 
 #: The runs columns a run's start writes, in `run_start_row` order.
 RUN_START_COLUMNS = (
@@ -66,8 +75,12 @@ def filtered(query: Select[Any], where: RunFilter | None) -> Select[Any]:
         return query
     if where.flow_name is not None:
         query = query.where(runs.c.flow_name == where.flow_name)
+    if where.launched_by is not None:
+        query = query.where(runs.c.launched_by == where.launched_by)
     if where.since is not None:
         query = query.where(runs.c.started_at >= where.since)
+    if where.before is not None:
+        query = query.where(runs.c.started_at < where.before)
     for key, value in where.tags:
         tagged = select(run_tags.c.run_id).where(run_tags.c.key == key, run_tags.c.value == value)
         query = query.where(runs.c.run_id.in_(tagged))
@@ -206,10 +219,10 @@ def _attempt_record(
     )
 
 
-def task_records(
-    plan: dict[str, Any], run_status: str, attempt_rows: Sequence[Any], invocation_rows: Sequence[Any]
-) -> list[TaskRecord]:
-    """The plan's tasks with their attempts (rows in asset and index order) as history shows them."""
+def attempt_records(
+    run_status: str, attempt_rows: Sequence[Any], invocation_rows: Sequence[Any]
+) -> list[AttemptRecord]:
+    """Attempt rows as history shows them, each with its invocation rows (any order)."""
     by_attempt: dict[tuple[str, int], list[InvocationRecord]] = {}
     for inv in invocation_rows:
         by_attempt.setdefault((inv.asset, inv.idx), []).append(
@@ -222,9 +235,18 @@ def task_records(
                 inv.failure_message,
             )
         )
+    for invocations_of_attempt in by_attempt.values():
+        invocations_of_attempt.sort(key=lambda invocation: invocation.number)
+    return [_attempt_record(att, run_status, by_attempt) for att in attempt_rows]
+
+
+def task_records(
+    plan: dict[str, Any], run_status: str, attempt_rows: Sequence[Any], invocation_rows: Sequence[Any]
+) -> list[TaskRecord]:
+    """The plan's tasks with their attempts (rows in asset and index order) as history shows them."""
     by_asset: dict[str, list[AttemptRecord]] = {}
-    for att in attempt_rows:
-        by_asset.setdefault(att.asset, []).append(_attempt_record(att, run_status, by_attempt))
+    for record in attempt_records(run_status, attempt_rows, invocation_rows):
+        by_asset.setdefault(record.asset, []).append(record)
     empty = plan["selection"]["kind"] == "empty"
 
     def skip_reason(task: dict[str, Any]) -> str | None:

@@ -20,6 +20,7 @@ from partita.store.database import Database
 from partita.store.event_store import SqlEventStore
 from partita.store.partition_registry import SqlPartitionRegistry
 from partita.store.protocol import (
+    AttemptQuery,
     CancelRequest,
     KeyAttempts,
     LastSuccess,
@@ -151,6 +152,10 @@ class SqlStore:
     def attempt_logs(self, run_id: str, query: LogQuery | None = None) -> list[StoredLogLine]:
         """The run's kept log lines matching ``query``, in write order; `UnknownRunError` for an unknown run."""
         return self.run_history.attempt_logs(run_id, query)
+
+    def list_attempts(self, run_id: str, query: AttemptQuery) -> list[AttemptRecord]:
+        """A page of the run's attempts in (asset, index) order; `UnknownRunError` for an unknown run."""
+        return self.run_history.list_attempts(run_id, query)
 
     # -- events --------------------------------------------------------------------
 

@@ -6,7 +6,10 @@ import datetime as dt
 import os
 import socket
 
+import pytest
+
 from partita.definitions.launch import LaunchKind, RunLaunch
+from partita.errors import UnknownRunError
 from partita.store.liveness import current_owner_token
 from partita.store.protocol import RunFilter, RunStart
 
@@ -64,3 +67,27 @@ def test_a_filtered_list_still_honours_status_and_limit(run_history) -> None:
     _three_runs(run_history)
     assert len(run_history.list_runs(limit=1, where=RunFilter(flow_name="daily"))) == 1
     assert run_history.list_runs(limit=5, status="success", where=RunFilter(flow_name="daily")) == []
+
+
+def test_runs_filter_by_how_they_were_launched(run_history) -> None:
+    _three_runs(run_history)
+    assert _ids(run_history, launched_by="cli") == ["a" * 32]
+    assert _ids(run_history, launched_by="trigger", flow_name="hourly") == ["c" * 32]
+    assert _ids(run_history, launched_by="ui") == []
+
+
+def test_a_page_of_runs_continues_after_the_run_it_names(run_history) -> None:
+    _three_runs(run_history)
+    _start(run_history, "d" * 32, NOW + dt.timedelta(hours=4), RunLaunch(LaunchKind.CLI, "hourly"))  # same start as c
+    assert _ids(run_history) == ["d" * 32, "c" * 32, "b" * 32, "a" * 32]  # a tie is ordered by id, descending
+    assert _ids(run_history, before_run_id="d" * 32) == ["c" * 32, "b" * 32, "a" * 32]
+    assert _ids(run_history, before_run_id="c" * 32) == ["b" * 32, "a" * 32]
+    assert _ids(run_history, before_run_id="cccc") == ["b" * 32, "a" * 32]  # a unique prefix names the run too
+    assert _ids(run_history, before_run_id="a" * 32) == []
+    assert _ids(run_history, before_run_id="c" * 32, flow_name="daily", launched_by="cli") == ["a" * 32]
+
+
+def test_a_page_after_an_unknown_run_is_an_unknown_run_error(run_history) -> None:
+    _three_runs(run_history)
+    with pytest.raises(UnknownRunError):
+        run_history.list_runs(where=RunFilter(before_run_id="f" * 32))
