@@ -24,7 +24,6 @@ from partita.operations.scope import range_size
 from partita.operations.status import asset_status
 from partita.partitions.runtime import PartitionAtRuntime
 from partita.planning.selection import KeySource, SelectionFields
-
 from partita.ui.api import PREFIX
 from partita.ui.api.params import Storable
 from partita.ui.api.responses import document_response

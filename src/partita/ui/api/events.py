@@ -22,8 +22,8 @@ from partita.documents.emission import emission_body
 from partita.documents.events import events_body
 from partita.errors import ConfigurationError
 from partita.events.emission import MAX_DEDUPE_KEY_LENGTH
-from partita.events.extra import MAX_EXTRA_DEPTH, json_text_depth
 from partita.events.external import parse_partition_date, publish_event
+from partita.events.extra import MAX_EXTRA_DEPTH, json_text_depth
 from partita.ui.api import PREFIX
 from partita.ui.api.params import Storable
 from partita.ui.api.responses import document_response

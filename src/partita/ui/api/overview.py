@@ -9,7 +9,6 @@ from fastapi import APIRouter, Depends, Query
 from starlette.responses import JSONResponse
 
 from partita.documents.overview import overview_body
-
 from partita.ui.api import PREFIX
 from partita.ui.api.responses import document_response
 from partita.ui.context import UiContext, ui_context

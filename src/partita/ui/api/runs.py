@@ -18,7 +18,6 @@ from partita.documents.attempt_logs import LogFields, attempt_logs_body, log_que
 from partita.documents.attempts import attempts_body, parse_attempt_cursor
 from partita.documents.runs import RunView, run_summary
 from partita.store.protocol import AttemptQuery, RunFilter
-
 from partita.ui.api import PREFIX
 from partita.ui.api.params import Storable
 from partita.ui.api.responses import document_response
