@@ -17,6 +17,8 @@ from partita.cli.main import cli
 from partita.store import open_store
 from partita.ui.launcher import PlanBook
 
+from ..results.test_document_schemas import assert_valid
+
 from .actions_support import launch, plan, run_status, seed, wait_until_finished
 from .support import ENTRY, auth
 
@@ -37,6 +39,7 @@ def test_a_plan_shows_the_text_partita_plan_prints(client: TestClient, store_url
     assert document["plan"]["schema"] == "partita.plan"
     assert document["plan"]["selection"]["key_count"] == 5
     assert client.get(f"/api/v1/plans/{document['plan_id']}").json()["text"] == printed.output
+    assert_valid(document, "planned.v1.json")
 
 
 def test_planning_records_nothing_and_needs_the_token(client: TestClient, store_url: str) -> None:
@@ -110,6 +113,7 @@ def test_a_confirmed_plan_runs_in_the_server_recorded_as_launched_from_the_ui(cl
     run_id = started["run"]["run_id"]
     assert started["schema"] == "partita.run" and response.headers["location"] == f"/api/v1/runs/{run_id}"
     assert started["launched_by"] == "ui" and started["tags"] == {"partita.launched_from": "ui"}
+    assert_valid(started, "run.v1.json")
     assert wait_until_finished(client, run_id) == "success"
     assert client.get(f"/api/v1/runs/{run_id}").json()["run"]["counts"]["success"] == 10
 
@@ -197,6 +201,7 @@ def test_cancelling_a_running_run_records_it_cancelled(client: TestClient, hold:
     assert response.status_code == 200, response.text
     document = response.json()
     assert document["schema"] == "partita.run-cancel" and document["outcome"] == "requested"
+    assert_valid(document, "run-cancel.v1.json")
     assert wait_until_finished(client, run_id) == "cancelled"
     again = client.post(f"/api/v1/runs/{run_id}/cancel", headers=auth())
     assert again.status_code == 409 and "already finished (cancelled)" in again.json()["error"]["message"]
@@ -229,7 +234,7 @@ def test_the_pending_preview_is_the_documents_of_plan_pending(client: TestClient
     seed(store_url, {"partition_range": ["2026-08-01", "2026-08-02"]})
     document = client.get("/api/v1/pending").json()
     printed = CliRunner().invoke(cli, ["plan", ENTRY, "--pending", "--json", "--store", store_url])
-    assert document["schema"] == "partita.pending"
+    assert_valid(document, "pending.v1.json")
     assert document["flows"] == json.loads(printed.stdout)["flows"]
     assert document["flows"][0]["flow"] == "archiving" and document["flows"][0]["would_start"] == [
         "2026-08-01", "2026-08-02",
@@ -239,6 +244,7 @@ def test_the_pending_preview_is_the_documents_of_plan_pending(client: TestClient
 def test_pausing_and_resuming_a_flow_answers_its_state_read_back(client: TestClient) -> None:
     paused = client.post("/api/v1/flows/archiving/pause", headers=auth())
     assert paused.json() == {"schema": "partita.flow-state", "version": 1, "flow": "archiving", "paused": True}
+    assert_valid(paused.json(), "flow-state.v1.json")
     assert client.get("/api/v1/pending").json()["flows"][0]["paused"] is True
     resumed = client.post("/api/v1/flows/archiving/resume", headers=auth())
     assert resumed.json()["paused"] is False
