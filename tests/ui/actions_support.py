@@ -39,7 +39,9 @@ def run_status(client: TestClient, run_id: str) -> str:
 
 
 def wait_until_finished(client: TestClient, run_id: str) -> str:
-    return str(wait_for(lambda: (status := run_status(client, run_id)) != "running" and status, f"run {run_id} finishing"))
+    return str(
+        wait_for(lambda: (status := run_status(client, run_id)) != "running" and status, f"run {run_id} finishing")
+    )
 
 
 def plan(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,6 @@ from partita.store import open_store
 from partita.ui.launcher import PlanBook
 
 from ..results.test_document_schemas import assert_valid
-
 from .actions_support import launch, plan, run_status, seed, wait_until_finished
 from .support import ENTRY, auth
 
@@ -76,7 +75,9 @@ def test_a_bad_plan_request_is_a_4xx_naming_the_field_never_a_500(
 
 
 def test_a_malformed_json_body_is_a_422(client: TestClient) -> None:
-    response = client.post("/api/v1/plans", content=b"{not json", headers={**auth(), "content-type": "application/json"})
+    response = client.post(
+        "/api/v1/plans", content=b"{not json", headers={**auth(), "content-type": "application/json"}
+    )
     assert response.status_code == 422 and response.json()["schema"] == "partita.error"
 
 
@@ -148,7 +149,9 @@ def test_an_empty_backfill_says_so_and_cannot_be_launched(client: TestClient, st
     assert len(client.get("/api/v1/runs").json()["runs"]) == 1  # only the seeded run
 
 
-def test_a_confirmed_plan_runs_the_keys_it_showed_even_when_the_store_moved_on(client: TestClient, store_url: str) -> None:
+def test_a_confirmed_plan_runs_the_keys_it_showed_even_when_the_store_moved_on(
+    client: TestClient, store_url: str
+) -> None:
     document = plan(client, {"partition_range": RANGE, "missing": True})
     assert document["plan"]["selection"]["key_count"] == 5
     seed(store_url, {"partition_range": RANGE})  # meanwhile every key succeeded
@@ -260,7 +263,12 @@ def test_pausing_an_unknown_flow_is_a_404_and_needs_the_token(client: TestClient
 
 def test_a_read_only_server_refuses_every_action(ui_client: Callable[..., TestClient]) -> None:
     client = ui_client(read_only=True)
-    for path in ("/api/v1/plans", "/api/v1/plans/abcdefghijkl/run", "/api/v1/runs/abcd/cancel", "/api/v1/flows/archiving/pause"):
+    for path in (
+        "/api/v1/plans",
+        "/api/v1/plans/abcdefghijkl/run",
+        "/api/v1/runs/abcd/cancel",
+        "/api/v1/flows/archiving/pause",
+    ):
         response = client.post(path, json={"partition_range": RANGE}, headers=auth())
         assert response.status_code == 403 and "--read-only" in response.json()["error"]["message"], path
 

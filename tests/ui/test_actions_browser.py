@@ -24,7 +24,9 @@ WAIT_SECONDS = 15
 
 def _request(url: str, method: str = "GET", body: dict[str, Any] | None = None, **headers: str) -> tuple[int, Any]:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json", **headers})
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json", **headers}
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read() or b"null")
@@ -46,7 +48,9 @@ def _run_status(base: str, run_id: str) -> str:
     return str(_request(f"{base}/api/v1/runs/{run_id}")[1]["run"]["status"])
 
 
-def test_a_backfill_of_missing_keys_is_planned_confirmed_and_opens_its_run(live_server, browser, store_url: str) -> None:
+def test_a_backfill_of_missing_keys_is_planned_confirmed_and_opens_its_run(
+    live_server, browser, store_url: str
+) -> None:
     seed(store_url, {"partition_range": ["2026-08-01", "2026-08-04"]})
     server = live_server()
     query = "/plans/new?target=daily_total&start=2026-08-01&end=2026-08-10&mode=missing"

@@ -89,12 +89,17 @@ def test_a_forged_form_post_without_the_csrf_token_is_refused(client: TestClient
 
 def test_a_bad_plan_form_shows_the_problem_and_keeps_what_was_typed(client: TestClient) -> None:
     csrf = log_in(client)
-    response = client.post("/plans/new", data={"csrf": csrf, "mode": "selection", "start": "2026-08-09", "end": "2026-08-01"})
+    response = client.post(
+        "/plans/new", data={"csrf": csrf, "mode": "selection", "start": "2026-08-09", "end": "2026-08-01"}
+    )
     assert response.status_code == 422
     assert "start is later than end" in response.text and 'name="start" value="2026-08-09"' in response.text
     response = client.post("/plans/new", data={"csrf": csrf, "mode": "missing"})
     assert response.status_code == 400 and "bounded selection" in response.text
-    response = client.post("/plans/new", data={"csrf": csrf, "mode": "selection", "start": "2026-08-01", "end": "2026-08-01", "max_concurrency": "zero"})
+    response = client.post(
+        "/plans/new",
+        data={"csrf": csrf, "mode": "selection", "start": "2026-08-01", "end": "2026-08-01", "max_concurrency": "zero"},
+    )
     assert response.status_code == 422 and "max_concurrency" in response.text
 
 
@@ -138,7 +143,13 @@ def test_the_triggers_page_pauses_and_resumes_a_flow(client: TestClient, store_u
 
 def test_publishing_from_the_form_shows_the_receipt_and_deduplicates(client: TestClient) -> None:
     csrf = log_in(client)
-    fields = {"csrf": csrf, "asset": "exports", "partition_key": "2026-08-03", "extra": '{"rows": 3}', "dedupe_key": "d-1"}
+    fields = {
+        "csrf": csrf,
+        "asset": "exports",
+        "partition_key": "2026-08-03",
+        "extra": '{"rows": 3}',
+        "dedupe_key": "d-1",
+    }
     first = client.post("/events/publish", data=fields)
     assert first.status_code == 200 and "published at" in first.text
     second = client.post("/events/publish", data=fields)
@@ -174,7 +185,8 @@ def test_what_a_person_typed_is_escaped_when_the_form_comes_back(client: TestCli
     csrf = log_in(client)
     hostile = '<script>alert(1)</script>"onmouseover="x'
     response = client.post(
-        "/events/publish", data={"csrf": csrf, "asset": "exports", "partition_key": hostile, "extra": f'{{"x": "{hostile}"}}'}
+        "/events/publish",
+        data={"csrf": csrf, "asset": "exports", "partition_key": hostile, "extra": f'{{"x": "{hostile}"}}'},
     )
     assert "<script>alert(1)" not in response.text and '"onmouseover="' not in response.text
     assert "&lt;script&gt;alert(1)" in response.text
@@ -188,7 +200,9 @@ def test_cancel_from_the_run_page_redirects_back_to_the_run(
     monkeypatch.setenv("PARTITA_TEST_HOLD", str(hold))
     csrf = log_in(client)
     location = plan_from_form(client, csrf, mode="selection", start="2026-08-01", end="2026-08-01")
-    run_id = client.post(f"{location}/run", data={"csrf": csrf}, follow_redirects=False).headers["location"].split("/")[-1]
+    run_id = (
+        client.post(f"{location}/run", data={"csrf": csrf}, follow_redirects=False).headers["location"].split("/")[-1]
+    )
     response = client.post(f"/runs/{run_id}/cancel", data={"csrf": csrf}, follow_redirects=False)
     assert response.status_code == 303 and response.headers["location"] == f"/runs/{run_id}"
     assert wait_until_finished(client, run_id) == "cancelled"
@@ -209,7 +223,9 @@ def test_the_run_actions_offer_cancel_for_a_running_run_and_a_rerun_for_a_failed
     assert "<form" not in _partial("run_actions.html", run={"run_id": "r1", "status": "success"})
     hidden = _partial("run_actions.html", run={"run_id": "r1", "status": "running"}, can_change=False)
     assert "<form" not in hidden and "Log in" in hidden
-    read_only = _partial("run_actions.html", run={"run_id": "r1", "status": "running"}, can_change=False, read_only=True)
+    read_only = _partial(
+        "run_actions.html", run={"run_id": "r1", "status": "running"}, can_change=False, read_only=True
+    )
     assert read_only.strip() == ""
 
 
@@ -219,4 +235,6 @@ def test_the_asset_actions_link_to_backfills_of_the_window() -> None:
     assert "mode=failed" in links
     unbounded = _partial("asset_actions.html", asset="a b", start=None, end=None)
     assert 'href="/plans/new?target=a%20b&amp;mode=missing"' in unbounded
-    assert "href" not in _partial("asset_actions.html", asset="x", start=None, end=None, can_change=False, read_only=True)
+    assert "href" not in _partial(
+        "asset_actions.html", asset="x", start=None, end=None, can_change=False, read_only=True
+    )

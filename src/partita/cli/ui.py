@@ -86,8 +86,16 @@ def _server_class() -> type[Any]:
 @click.command("ui")
 @click.argument("entry")
 @store_option
-@click.option("--host", default="127.0.0.1", show_default=True, help="Listen here; beyond loopback needs PARTITA_UI_TOKEN.")
-@click.option("--port", type=click.IntRange(0, 65535), default=3000, show_default=True, help="Listen on this port (0: any free port).")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Listen here; beyond loopback needs PARTITA_UI_TOKEN."
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=3000,
+    show_default=True,
+    help="Listen on this port (0: any free port).",
+)
 @click.option("--read-only", is_flag=True, help="Hide and refuse every change: no launches, cancels, pauses or events.")
 @handles_errors
 def ui(entry: str, store_url: str | None, host: str, port: int, read_only: bool) -> None:

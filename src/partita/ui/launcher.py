@@ -29,7 +29,16 @@ from partita.flow import Flow
 from partita.planning.plan import FlowPlan
 from partita.store import Store
 
-__all__ = ["LAUNCH_TAG", "Launcher", "MAX_PLANS", "MAX_RUNNING", "PLAN_TTL_SECONDS", "PlanBook", "PlannedPlan", "SHUTDOWN_SECONDS"]
+__all__ = [
+    "LAUNCH_TAG",
+    "Launcher",
+    "MAX_PLANS",
+    "MAX_RUNNING",
+    "PLAN_TTL_SECONDS",
+    "PlanBook",
+    "PlannedPlan",
+    "SHUTDOWN_SECONDS",
+]
 
 _log = logging.getLogger("partita.ui")
 
@@ -68,7 +77,9 @@ class PlannedPlan:
 class PlanBook:
     """The plans waiting for confirmation, and which run each confirmed one became."""
 
-    def __init__(self, *, capacity: int = MAX_PLANS, ttl: float = PLAN_TTL_SECONDS, clock: Callable[[], float] = time.time):
+    def __init__(
+        self, *, capacity: int = MAX_PLANS, ttl: float = PLAN_TTL_SECONDS, clock: Callable[[], float] = time.time
+    ):
         self._capacity, self._ttl, self._clock = capacity, ttl, clock
         self._plans: OrderedDict[str, PlannedPlan] = OrderedDict()
         self._launched: OrderedDict[str, str] = OrderedDict()  # plan id -> run id, as long as plans are kept

@@ -35,9 +35,13 @@ class PlanRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     targets: list[str] = Field(
-        default_factory=list, max_length=100, description="Assets to plan with their upstream closure (default: the entry's targets)."
+        default_factory=list,
+        max_length=100,
+        description="Assets to plan with their upstream closure (default: the entry's targets).",
     )
-    partition_key: str | None = Field(None, max_length=1000, description="One key, canonical text (as --partition-key).")
+    partition_key: str | None = Field(
+        None, max_length=1000, description="One key, canonical text (as --partition-key)."
+    )
     partition_keys: list[str] | None = Field(None, max_length=MAX_KEYS, description="Keys, canonical text.")
     partition_range: tuple[str, str] | None = Field(None, description="[start, end], canonical text, both included.")
     empty_partitions: bool = False
@@ -66,7 +70,11 @@ class PlanRequest(BaseModel):
 
     def check(self) -> None:
         """The backfill rules of ``partita plan``, before the store is read."""
-        chosen = [name for name, given in (("missing", self.missing), ("failed", self.failed), ("failed_from", self.failed_from)) if given]
+        chosen = [
+            name
+            for name, given in (("missing", self.missing), ("failed", self.failed), ("failed_from", self.failed_from))
+            if given
+        ]
         if len(chosen) > 1:
             raise ConfigurationError(f"{' and '.join(chosen)} cannot be combined; choose one backfill")
         if self.failed_from is not None:
@@ -101,7 +109,9 @@ class PlanRequest(BaseModel):
         if self.failed:
             return chosen, _failed_keys_plan(chosen, self, store)
         if self.missing:
-            selection = MissingSelection.of(chosen, self.config(), keys_as_text=True, fields=CONFIG_FIELDS, flag="missing")
+            selection = MissingSelection.of(
+                chosen, self.config(), keys_as_text=True, fields=CONFIG_FIELDS, flag="missing"
+            )
             return chosen, selection.plan(store)
         return chosen, chosen.plan_from_text(self.config(), fields=CONFIG_FIELDS)
 

@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from partita.documents import document
 from partita.documents.emission import emission_body
-from partita.events.extra import MAX_EXTRA_BYTES
 from partita.events.external import parse_extra_text, parse_partition_date, publish_event
+from partita.events.extra import MAX_EXTRA_BYTES
 from partita.ui.context import UiContext
 
 __all__ = ["EventForm", "publish", "publish_form"]

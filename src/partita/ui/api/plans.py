@@ -48,7 +48,7 @@ def make_plan(body: PlanRequest, context: UiContext, book: PlanBook) -> PlannedP
 
 
 def planned_document(planned: PlannedPlan) -> dict[str, Any]:
-    """The plan as shown: its id, the ``partita.plan`` document, the text ``partita plan`` prints, whether it can run."""
+    """The plan as shown: its id, the ``partita.plan`` document, the text ``partita plan`` prints, if it can run."""
     return document(
         "planned",
         {

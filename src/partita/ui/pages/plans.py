@@ -30,14 +30,24 @@ _Text = Annotated[str, Form(max_length=1000)]
 
 
 def _form_values(**given: Any) -> dict[str, Any]:
-    values = {"targets": [], "keys": "", "start": "", "end": "", "mode": "selection", "failed_from": "", "max_concurrency": ""}
+    values = {
+        "targets": [],
+        "keys": "",
+        "start": "",
+        "end": "",
+        "mode": "selection",
+        "failed_from": "",
+        "max_concurrency": "",
+    }
     values.update({name: value for name, value in given.items() if value is not None})
     if values["mode"] not in MODES:
         values["mode"] = "selection"
     return values
 
 
-def _form_page(request: Request, context: UiContext, values: dict[str, Any], problem: str | None, status: int = 200) -> Response:
+def _form_page(
+    request: Request, context: UiContext, values: dict[str, Any], problem: str | None, status: int = 200
+) -> Response:
     assets = [definition.name for definition in context.flow.registry.definitions()]
     return render(
         request,
@@ -62,7 +72,12 @@ def new_plan(
     if failed_from and mode is None:
         mode = "failed_from"
     values = _form_values(
-        targets=target or [], keys="\n".join(partition_key or ()), start=start, end=end, mode=mode, failed_from=failed_from
+        targets=target or [],
+        keys="\n".join(partition_key or ()),
+        start=start,
+        end=end,
+        mode=mode,
+        failed_from=failed_from,
     )
     return _form_page(request, context, values, None)
 

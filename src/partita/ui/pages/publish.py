@@ -18,6 +18,7 @@ from partita.ui.templating import render
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_reader)])
 
+
 def _page(
     request: Request, context: UiContext, values: dict[str, Any], *, problem: str | None = None,
     receipt: dict[str, Any] | None = None, status: int = 200,
@@ -29,7 +30,8 @@ def _page(
 
 @router.get("/events/publish")
 def publish_page(
-    request: Request, context: Annotated[UiContext, Depends(ui_context)],
+    request: Request,
+    context: Annotated[UiContext, Depends(ui_context)],
     asset: Annotated[str | None, Query(max_length=1000)] = None,
 ) -> Response:
     values = dict.fromkeys(("asset", "partition_key", "partition_date", "extra", "dedupe_key"), "")
