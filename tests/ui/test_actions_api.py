@@ -103,6 +103,34 @@ def test_a_plan_expires_and_the_oldest_plans_make_room(store_url: str) -> None:
     assert book.get(kept[2].plan_id) is kept[2]
 
 
+def test_a_plan_whose_start_failed_may_be_confirmed_again_but_not_one_whose_start_is_unconfirmed() -> None:
+    from fastapi import HTTPException
+
+    from partita.entry import load_entry
+    from partita.errors import StoreError
+    from partita.ui.launcher import StartUnconfirmed
+
+    flow = load_entry(ENTRY)
+    book = PlanBook()
+    planned = book.keep(flow, flow.plan({"partition_keys": ["2026-08-01"]}), "text")
+
+    def refused(_: object) -> str:
+        raise StoreError("the store refused the run")
+
+    with pytest.raises(StoreError):
+        book.take(planned.plan_id, refused)
+    assert book.get(planned.plan_id) is planned  # nothing started: confirm again
+
+    def slow(_: object) -> str:
+        raise StartUnconfirmed(503, "not recorded in time")
+
+    with pytest.raises(StartUnconfirmed):
+        book.take(planned.plan_id, slow)
+    with pytest.raises(HTTPException) as again:
+        book.take(planned.plan_id, lambda _: "never")
+    assert again.value.status_code == 409  # it may still start: never twice
+
+
 # --- launching ---------------------------------------------------------------
 
 

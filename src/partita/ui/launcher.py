@@ -114,6 +114,8 @@ class PlanBook:
             self._launched[plan_id] = _STARTING
         try:
             run_id = launch(planned)
+        except StartUnconfirmed:
+            raise  # the run may still start: the plan stays taken, so it cannot start twice
         except BaseException:
             with self._lock:  # not launched: it may be confirmed again
                 self._launched.pop(plan_id, None)
@@ -140,6 +142,10 @@ class PlanBook:
     def _expire(self, now: float) -> None:
         for plan_id in [plan_id for plan_id, planned in self._plans.items() if planned.expires_at <= now]:
             del self._plans[plan_id]
+
+
+class StartUnconfirmed(HTTPException):
+    """The run was not recorded in time; it may still start, so its plan is not offered again."""
 
 
 class _LaunchedRun:
@@ -218,7 +224,11 @@ class Launcher:
             self._runs.append(run)
             run.thread.start()
         if not run.started.wait(START_TIMEOUT_SECONDS):
-            raise HTTPException(503, f"the run was not recorded within {START_TIMEOUT_SECONDS:g} seconds")
+            raise StartUnconfirmed(
+                503,
+                f"the run was not recorded within {START_TIMEOUT_SECONDS:g} seconds; it may still start: "
+                "see the runs page before planning it again",
+            )
         if run.run_id is not None:
             return run.run_id
         error = run.error
