@@ -131,6 +131,23 @@ def test_a_plan_whose_start_failed_may_be_confirmed_again_but_not_one_whose_star
     assert again.value.status_code == 409  # it may still start: never twice
 
 
+def test_a_plan_the_running_flow_did_not_make_is_refused_before_anything_is_recorded(store_url: str) -> None:
+    from partita.entry import load_entry
+    from partita.errors import PlanningError
+    from partita.ui.launcher import Launcher
+
+    flow = load_entry(ENTRY)
+    other = flow.with_targets(["exports"])  # another configuration: approval.py names the difference
+    planned = PlanBook().keep(flow, other.plan({"partition_keys": ["2026-08-01"]}), "text")
+    store = open_store(store_url)
+    try:
+        with pytest.raises(PlanningError, match="targets"):
+            Launcher(store, record_partition_keys=None).launch(planned)
+        assert store.list_runs(limit=5) == []
+    finally:
+        store.close()
+
+
 # --- launching ---------------------------------------------------------------
 
 
