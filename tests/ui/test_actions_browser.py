@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions
@@ -42,6 +43,14 @@ def _log_in(browser: WebDriver, base: str, then: str) -> None:
     doc_screenshot(browser, "login")
     browser.find_element(By.CSS_SELECTOR, "main form button").click()
     WebDriverWait(browser, WAIT_SECONDS).until(expected_conditions.url_to_be(f"{base}{then}"))
+
+
+def _wait_for_text(browser: WebDriver, css: str, text: str) -> None:
+    """Wait until the element shows ``text``; the page reloads meanwhile, so a stale element is looked up again."""
+    wait = WebDriverWait(
+        browser, WAIT_SECONDS, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+    )
+    wait.until(lambda driver: driver.find_element(By.CSS_SELECTOR, css).text == text)
 
 
 def _run_status(base: str, run_id: str) -> str:
@@ -100,15 +109,11 @@ def test_a_flow_is_paused_and_resumed_on_the_triggers_page(live_server, browser,
     button = browser.find_element(By.CSS_SELECTOR, ".trigger-flow form button")
     assert button.text == "Pause"
     button.click()
-    WebDriverWait(browser, WAIT_SECONDS).until(
-        lambda driver: driver.find_element(By.CSS_SELECTOR, ".trigger-flow form button").text == "Resume"
-    )
+    _wait_for_text(browser, ".trigger-flow form button", "Resume")
     assert browser.find_element(By.CSS_SELECTOR, ".trigger-flow .state").text == "paused"
     assert _request(f"{server.url}/api/v1/pending")[1]["flows"][0]["paused"] is True
     browser.find_element(By.CSS_SELECTOR, ".trigger-flow form button").click()
-    WebDriverWait(browser, WAIT_SECONDS).until(
-        lambda driver: driver.find_element(By.CSS_SELECTOR, ".trigger-flow .state").text == "active"
-    )
+    _wait_for_text(browser, ".trigger-flow .state", "active")
     assert not browser_errors(browser)
 
 
