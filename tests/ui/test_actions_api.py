@@ -18,7 +18,7 @@ from partita.store import open_store
 from partita.ui.launcher import PlanBook
 
 from ..results.test_document_schemas import assert_valid
-from .actions_support import launch, plan, run_status, seed, wait_until_finished
+from .actions_support import launch, plan, run_status, seed, wait_for, wait_until_finished
 from .support import ENTRY, auth
 
 RANGE = ["2026-08-01", "2026-08-05"]
@@ -325,3 +325,20 @@ def test_runs_launched_at_once_do_not_wait_for_each_other(client: TestClient, ho
     assert client.get("/api/v1/runs").status_code == 200  # requests are served while both run
     hold.unlink()
     assert wait_until_finished(client, first) == wait_until_finished(client, second) == "success"
+
+
+def test_past_the_limit_of_running_launches_a_plan_waits_and_can_be_confirmed_later(
+    client: TestClient, hold: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("partita.ui.launcher.MAX_RUNNING", 1)
+    first = launch(client, plan(client, {"partition_keys": ["2026-08-01"]})["plan_id"])
+    waiting = plan(client, {"partition_keys": ["2026-08-02"]})["plan_id"]
+    refused = client.post(f"/api/v1/plans/{waiting}/run", headers=auth())
+    assert refused.status_code == 429 and "still running" in refused.json()["error"]["message"]
+    hold.unlink()
+    assert wait_until_finished(client, first) == "success"
+    second = wait_for(
+        lambda: (r := client.post(f"/api/v1/plans/{waiting}/run", headers=auth())).status_code == 202 and r,
+        "a free slot",
+    )
+    assert wait_until_finished(client, second.json()["run"]["run_id"]) == "success"
