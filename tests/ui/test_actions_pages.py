@@ -45,6 +45,16 @@ def test_the_plan_form_is_prefilled_from_the_asset_pages_link(client: TestClient
     assert 'value="missing" checked' in page
 
 
+def test_the_asset_pages_backfill_link_opens_the_form_for_its_window(client: TestClient) -> None:
+    log_in(client)
+    page = client.get("/assets/exports?start=2026-08-01&end=2026-08-05").text
+    link = re.search(r'id="backfill-missing" href="([^"]+)"', page)
+    assert link is not None
+    form = client.get(html.unescape(link.group(1))).text
+    assert 'value="exports" checked' in form and 'name="start" value="2026-08-01"' in form
+    assert 'name="end" value="2026-08-05"' in form and 'value="missing" checked' in form
+
+
 def test_the_plan_form_is_prefilled_from_the_run_pages_link(client: TestClient) -> None:
     page = client.get("/plans/new?failed_from=0123456789abcdef").text
     assert 'value="failed_from" checked' in page and 'value="0123456789abcdef"' in page
