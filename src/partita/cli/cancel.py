@@ -9,9 +9,7 @@ not stopped (its owner is stuck, or a sync body is still in its grace period).
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
-from typing import Any
 
 import click
 from rich.markup import escape
@@ -28,27 +26,21 @@ from partita.cli.common import (
     store_option,
 )
 from partita.cli.tables import cli_console
+from partita.documents.cancel import cancel_body, cancel_refusal, iso_time
 from partita.errors import ConfigurationError, StoreError, UnknownRunError
 from partita.operations.cancellation import DEFAULT_WAIT_SECONDS, wait_for_run_end
 from partita.store.protocol import CancelOutcome, CancelRequest
 
 
-def _iso(moment: float | None) -> str | None:
-    return None if moment is None else dt.datetime.fromtimestamp(moment, dt.UTC).isoformat()
-
-
 def _verdict(request: CancelRequest, waited: bool, timeout: float) -> tuple[int, str]:
     """The exit code and the sentence that tell what the request did."""
     run = f"run {request.run_id}"
-    if request.outcome is CancelOutcome.FINISHED:
-        return EXIT_USAGE, f"{run} already finished ({request.status}); there is nothing to cancel"
-    if request.status == "interrupted":
-        return EXIT_USAGE, (
-            f"{run} is not running (interrupted): the process that ran it is gone, so nothing can cancel it"
-        )
+    refusal = cancel_refusal(request)
+    if refusal is not None:
+        return EXIT_USAGE, refusal
     if not waited:
         if request.outcome is CancelOutcome.ALREADY_REQUESTED:
-            return EXIT_OK, f"{run} was already asked to cancel at {_iso(request.requested_at)}; it is still running"
+            return EXIT_OK, f"{run} was already asked to cancel at {iso_time(request.requested_at)}; it is still running"
         return EXIT_OK, f"asked {run} to cancel: the process running it cancels it within about a second"
     if request.status == "cancelled":
         return EXIT_OK, f"{run} cancelled"
@@ -97,7 +89,7 @@ def cancel(run_id: str, wait: bool, timeout: float | None, store_url: str | None
         url = store.url
     code, sentence = _verdict(request, waited, limit)
     if as_json:
-        emit_document("run-cancel", _document(url, request, wait, limit))
+        emit_document("run-cancel", cancel_body(url, request, wait, limit))
     if code == EXIT_OK:
         if not as_json:
             cli_console().print(escape(sentence), highlight=False)
@@ -105,13 +97,3 @@ def cancel(run_id: str, wait: bool, timeout: float | None, store_url: str | None
     cli_console(stderr=True).print(f"[bold red]error:[/] {escape(sentence)}", highlight=False)
     sys.exit(code)
 
-
-def _document(url: str, request: CancelRequest, wait: bool, timeout: float) -> dict[str, Any]:
-    return {
-        "store": url,
-        "run_id": request.run_id,
-        "outcome": request.outcome.value,
-        "requested_at": _iso(request.requested_at),
-        "status": request.status,
-        "wait": {"timeout_seconds": timeout, "timed_out": request.status == "running"} if wait else None,
-    }

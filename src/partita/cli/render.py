@@ -15,8 +15,7 @@ from rich.table import Table
 from partita.cli.failures import render_failures
 from partita.cli.tables import print_table
 from partita.definitions.assets import AssetDefinition
-from partita.planning.plan import FlowPlan
-from partita.planning.selection import SelectionKind
+from partita.documents.plan_text import domain_text, render_plan
 from partita.results.model import AttemptStatus, RunResult
 
 __all__ = ["render_assets", "render_partitions", "render_plan", "render_result"]
@@ -29,11 +28,6 @@ _STATUS_STYLE = {
 }
 
 
-def _domain(definition: AssetDefinition) -> str:
-    partition_def = definition.partition_def
-    return "-" if partition_def is None else partition_def.domain
-
-
 def render_assets(console: Console, closure: Sequence[AssetDefinition], targets: Sequence[str]) -> None:
     table = Table(title="assets", title_justify="left")
     for column in ("asset", "depends on", "partition domain", "body", "target"):
@@ -42,7 +36,7 @@ def render_assets(console: Console, closure: Sequence[AssetDefinition], targets:
         table.add_row(
             definition.name,
             ", ".join(definition.deps) or "-",
-            _domain(definition),
+            domain_text(definition),
             "async" if definition.is_async else "sync",
             "yes" if definition.name in targets else "",
         )
@@ -68,48 +62,6 @@ def render_partitions(console: Console, closure: Sequence[AssetDefinition]) -> N
             "yes" if partition_def.supports_range else "no",
         )
     print_table(console, table)
-
-
-def _selection_line(plan: FlowPlan) -> str:
-    selection = plan.selection
-    if selection.kind is SelectionKind.DISCOVER:
-        bound = getattr(selection.definition, "max_keys", None)
-        limit = "" if bound is None else f", at most {bound}"
-        return (
-            f"selection: discovered at run time by {selection.producer!r} (domain {selection.domain}{limit}); "
-            "every discovered key fans out to the domain's assets"
-        )
-    if selection.kind is SelectionKind.UNPARTITIONED:
-        return "selection: none (no selected asset is partitioned)"
-    if selection.kind is SelectionKind.EMPTY:
-        return f"selection: deliberately empty ({selection.domain}); partitioned assets are skipped"
-    noun = "key" if selection.key_count == 1 else "keys"
-    return f"selection: {selection.kind.value} in domain {selection.domain}, {selection.key_count} {noun}"
-
-
-def render_plan(console: Console, plan: FlowPlan) -> None:
-    if plan.backfill is not None and plan.backfill.empty:
-        # Its tasks are the closure's shape only: a table of attempts would contradict "nothing to run".
-        console.print(escape(plan.backfill.describe()), highlight=False)
-        return
-    table = Table(title="plan", title_justify="left")
-    for column in ("asset", "depends on", "partition domain", "attempts", "group"):
-        table.add_column(column)
-    for task in plan.tasks:
-        table.add_row(
-            task.name,
-            ", ".join(task.deps) or "-",
-            _domain(task.definition),
-            "discovers (1)" if task.discovers else "at run time" if task.attempt_count is None else str(task.attempt_count),
-            "-" if task.group is None else str(task.group),
-        )
-    print_table(console, table)
-    console.print(_selection_line(plan))
-    concurrency = plan.options.max_concurrency
-    attempts = plan.attempt_count if plan.attempt_count is not None else f"{plan.known_attempt_count} + fan-out"
-    console.print(f"attempts: {attempts}; max concurrency: {'default' if concurrency is None else concurrency}")
-    if plan.backfill is not None:
-        console.print(escape(plan.backfill.describe()), highlight=False)
 
 
 def render_result(console: Console, result: RunResult) -> None:

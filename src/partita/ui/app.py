@@ -6,6 +6,7 @@ entry or store fails ``partita ui`` at start, not at the first request.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,8 +14,10 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from partita.config import load_project_config
 from partita.ui.context import UiContext
 from partita.ui.errors import install_error_handlers
+from partita.ui.launcher import SHUTDOWN_SECONDS, Launcher, PlanBook
 from partita.ui.middleware import BodyLimit, SecurityHeaders
 from partita.ui.routes import ROUTERS
 from partita.ui.settings import UiSettings
@@ -28,12 +31,15 @@ _STATIC = Path(__file__).parent / "static"
 def create_app(settings: UiSettings, *, context: UiContext | None = None) -> FastAPI:
     """The UI server for ``settings`` (``context`` is built from them unless given)."""
     shared = context if context is not None else UiContext.load(settings)
+    launcher = Launcher(shared.store, record_partition_keys=load_project_config().record_partition_keys)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         try:
             yield
         finally:
+            # Runs launched here are cancelled as Ctrl-C would, and recorded so, before the store closes.
+            await asyncio.to_thread(launcher.shutdown, SHUTDOWN_SECONDS)
             shared.close()
 
     app = FastAPI(
@@ -47,6 +53,8 @@ def create_app(settings: UiSettings, *, context: UiContext | None = None) -> Fas
     )
     app.state.settings = settings
     app.state.context = shared
+    app.state.plans = PlanBook()
+    app.state.launcher = launcher
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

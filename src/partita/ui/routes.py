@@ -11,7 +11,7 @@ from partita.ui.api import plans as plans_api
 from partita.ui.api import runs as runs_api
 from partita.ui.api import stream as stream_api
 from partita.ui.api import triggers as triggers_api
-from partita.ui.pages import assets, events, overview, plans, runs, session, triggers
+from partita.ui.pages import assets, events, overview, plans, publish, runs, session, triggers
 
 __all__ = ["ROUTERS"]
 
@@ -19,6 +19,6 @@ ROUTERS: tuple[APIRouter, ...] = tuple(
     module.router
     for module in (
         overview_api, assets_api, runs_api, events_api, triggers_api, plans_api, stream_api,
-        session, overview, assets, runs, events, triggers, plans,
+        session, overview, assets, runs, publish, events, triggers, plans,
     )
 )

@@ -17,7 +17,10 @@ from pathlib import Path
 
 from partita.errors import ConfigurationError
 
-__all__ = ["TOKEN_ENVIRONMENT", "TokenSource", "UiSettings", "default_token_path", "is_loopback", "resolve_token"]
+__all__ = [
+    "TOKEN_ENVIRONMENT", "TokenSource", "UiSettings", "check_exposure", "default_token_path", "is_loopback",
+    "resolve_token",
+]  # fmt: skip
 
 TOKEN_ENVIRONMENT = "PARTITA_UI_TOKEN"
 #: A token shorter than this is too easy to guess.
@@ -45,16 +48,21 @@ class UiSettings:
     def __post_init__(self) -> None:
         if len(self.token) < MIN_TOKEN_LENGTH:
             raise ConfigurationError(f"the UI token must be at least {MIN_TOKEN_LENGTH} characters long")
-        if not is_loopback(self.host) and self.token_source is not TokenSource.ENVIRONMENT:
-            raise ConfigurationError(
-                f"--host {self.host} serves beyond this machine; set {TOKEN_ENVIRONMENT} to a secret token first "
-                "(every request, reading included, then needs it)"
-            )
+        check_exposure(self.host, self.token_source)
 
     @property
     def loopback(self) -> bool:
         """Whether only this machine can connect: reading then needs no token."""
         return is_loopback(self.host)
+
+
+def check_exposure(host: str, source: TokenSource | None) -> None:
+    """Serving beyond loopback needs an explicit ``PARTITA_UI_TOKEN`` (``source`` None: none is set yet)."""
+    if not is_loopback(host) and source is not TokenSource.ENVIRONMENT:
+        raise ConfigurationError(
+            f"--host {host} serves beyond this machine; set {TOKEN_ENVIRONMENT} to a secret token first "
+            "(every request, reading included, then needs it)"
+        )
 
 
 def is_loopback(host: str) -> bool:
