@@ -101,9 +101,14 @@ def _browser_session() -> Iterator[WebDriver]:
 
 @pytest.fixture
 def browser(_browser_session: WebDriver, request: pytest.FixtureRequest) -> Iterator[WebDriver]:
-    """One chromium for the session, with cookies cleared per test; a screenshot is saved if the test fails."""
+    """One chromium for the session, with cookies and console cleared per test; a screenshot is saved if the test fails.
+
+    After the test the page is left (closing its live streams while its server
+    still runs), so nothing the last page logs leaks into the next test.
+    """
     driver = _browser_session
     driver.delete_all_cookies()
+    driver.get_log("browser")  # drain what earlier pages logged
     yield driver
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
@@ -114,6 +119,8 @@ def browser(_browser_session: WebDriver, request: pytest.FixtureRequest) -> Iter
         print(f"screenshot of the failing page: {path}")
     if driver.current_url.startswith("http"):
         driver.delete_all_cookies()
+    driver.get("about:blank")
+    driver.get_log("browser")
 
 
 def browser_errors(driver: WebDriver) -> list[str]:
