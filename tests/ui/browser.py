@@ -21,6 +21,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from partita.ui import create_app
+from partita.ui.serving import UiServer
 
 from .support import make_settings
 
@@ -42,7 +43,7 @@ class LiveServer:
         port = _free_port()
         self.app = create_app(make_settings(store_url, port=port, **settings))
         config = uvicorn.Config(self.app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-        self.server = uvicorn.Server(config)
+        self.server = UiServer(config)  # ends open event streams when it stops
         self.url = f"http://127.0.0.1:{port}"
         self.thread = threading.Thread(target=self.server.run, name="ui-server", daemon=True)
 
@@ -107,6 +108,10 @@ def browser(_browser_session: WebDriver, request: pytest.FixtureRequest) -> Iter
     still runs), so nothing the last page logs leaks into the next test.
     """
     driver = _browser_session
+    # The previous test's page may still hold an event stream to its stopped server:
+    # leave it, and drop what it logged, so each test sees only its own pages' errors.
+    driver.get("about:blank")
+    driver.get_log("browser")
     driver.delete_all_cookies()
     driver.get_log("browser")  # drain what earlier pages logged
     yield driver

@@ -1,0 +1,303 @@
+"""What changed in the store, told to every connected page: one poller per server, however many clients.
+
+A thread reads the store's change markers (`partita.store.change_markers`)
+every `POLL_SECONDS` while anyone subscribes, compares them with the last
+read, and hands each subscription the messages that concern it. The store
+is the only channel, so a run in another process, ``partita events emit``
+or another UI server are seen as soon as they commit, on SQLite and
+PostgreSQL; on PostgreSQL a ``LISTEN`` for new events wakes the poller at
+once (and announces an event committed out of id order, which the newest
+id alone would not show).
+
+A subscription keeps only the newest message of each kind until its client
+reads it, so a slow client costs a few strings, never a growing queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from partita.errors import StoreError
+from partita.store.change_markers import ChangeMarkers, MarkerReader, RunProgress, RunsMarker
+from partita.store.notifications import EventListener, listen_for_events
+from partita.store.sql import SqlStore
+
+__all__ = ["POLL_SECONDS", "ChangeFeed", "MessageKind", "Subscription", "subscribed"]
+
+log = logging.getLogger("partita.ui.changes")
+
+#: How often the markers are read while someone listens: well within the one second pages promise.
+POLL_SECONDS = 0.2
+
+
+class MessageKind(enum.StrEnum):
+    """The stream's message names (the SSE ``event`` field), in the order a batch sends them."""
+
+    RUNS = "runs"
+    RUN = "run"
+    EVENTS = "events"
+    LOGS = "logs"
+
+
+@dataclass(eq=False)
+class Subscription:
+    """One client's interest: every run change, its run's changes and logs, every event or one asset's."""
+
+    run_id: str | None
+    asset: str | None
+    loop: asyncio.AbstractEventLoop
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    closed: bool = False
+    #: Not yet told the current state (the poller sends it on its next read).
+    fresh: bool = True
+    _pending: dict[MessageKind, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def offer(self, kind: MessageKind, data: str) -> None:
+        """Keep ``data`` as the newest message of its kind and wake the client (from any thread)."""
+        with self._lock:
+            self._pending[kind] = data
+        self._wake()
+
+    def take(self) -> list[tuple[MessageKind, str]]:
+        """The waiting messages, in `MessageKind` order; the client's loop calls it after ``ready``."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        return [(kind, pending[kind]) for kind in MessageKind if kind in pending]
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the client's loop is gone: nothing to wake
+            self.loop.call_soon_threadsafe(self.ready.set)
+
+
+@dataclass
+class _Seen:
+    """The markers of the last read, to compare the next one with."""
+
+    events: int = -1
+    asset_events: dict[str, int] = field(default_factory=dict)
+    runs: RunsMarker | None = None
+    runs_generation: int = 0
+    progress: dict[str, RunProgress | None] = field(default_factory=dict)
+    logs: int = -1
+    run_logs: dict[str, int] = field(default_factory=dict)
+
+
+class ChangeFeed:
+    """The one poller of a server's store, and the subscriptions it serves."""
+
+    def __init__(self, store: SqlStore, *, interval: float = POLL_SECONDS) -> None:
+        self._markers = ChangeMarkers(store)
+        self._store = store
+        self._interval = interval
+        self._subscriptions: set[Subscription] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._listener_thread: threading.Thread | None = None
+        self._events_hint = threading.Event()
+        self._interrupt_read, self._interrupt_write = os.pipe()
+        self._seen = _Seen()
+        self._failing = False
+
+    @property
+    def subscriber_count(self) -> int:
+        with self._lock:
+            return len(self._subscriptions)
+
+    def subscribe(self, *, run_id: str | None = None, asset: str | None = None) -> Subscription:
+        """A new subscription, called on the client's event loop; closed at once when the feed is."""
+        subscription = Subscription(run_id, asset, asyncio.get_running_loop())
+        with self._lock:
+            if self._closed:
+                subscription.close()
+                return subscription
+            self._subscriptions.add(subscription)
+            if self._thread is None:
+                self._start()
+        self._wake.set()
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        with self._lock:
+            self._subscriptions.discard(subscription)
+
+    def close(self) -> None:
+        """End every stream now and stop polling (idempotent): a shutting-down server waits for no client."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            ending = list(self._subscriptions)
+            self._subscriptions.clear()
+        for subscription in ending:
+            subscription.close()
+        self._wake.set()
+        os.write(self._interrupt_write, b"x")
+        for thread in (self._thread, self._listener_thread):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=5)
+        for descriptor in (self._interrupt_read, self._interrupt_write):
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
+
+    # -- the poller ------------------------------------------------------------------
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(target=self._poll, name="partita-ui-changes", daemon=True)
+        self._thread.start()
+        try:
+            listener = listen_for_events(self._store)
+        except Exception as exc:  # noqa: BLE001 - notifications are a shortcut: polling alone still works
+            log.warning("not listening for event notifications (%s); polling only", exc)
+            listener = None
+        if listener is not None:
+            self._listener_thread = threading.Thread(
+                target=self._listen, args=(listener,), name="partita-ui-listen", daemon=True
+            )
+            self._listener_thread.start()
+
+    def _listen(self, listener: EventListener) -> None:
+        with listener:
+            while not self._closed:
+                if listener.wait(1.0, interrupt=self._interrupt_read):
+                    self._events_hint.set()
+                    self._wake.set()
+
+    def _poll(self) -> None:
+        while not self._closed:
+            self._wake.wait(self._interval if self.subscriber_count else None)
+            self._wake.clear()
+            with self._lock:
+                subscriptions = list(self._subscriptions)
+            if self._closed or not subscriptions:
+                continue
+            try:
+                self._read_and_tell(subscriptions)
+            except Exception as exc:  # noqa: BLE001 - the poller outlives a store outage; pages keep what they show
+                if not self._failing:  # once per outage, not five times a second
+                    log.warning("live updates paused: %s", exc if isinstance(exc, StoreError) else repr(exc))
+                self._failing = True
+            else:
+                if self._failing:
+                    log.warning("live updates resumed")
+                self._failing = False
+
+    def _read_and_tell(self, subscriptions: list[Subscription]) -> None:
+        hinted = self._events_hint.is_set()
+        self._events_hint.clear()
+        fresh = [subscription for subscription in subscriptions if subscription.fresh]
+        assets = sorted({s.asset for s in subscriptions if s.asset is not None})
+        run_ids = sorted({s.run_id for s in subscriptions if s.run_id is not None})
+        with self._markers.reading() as reader:
+            changed = _Changes()
+            self._read_events(reader, assets, hinted, changed)
+            self._read_runs(reader, changed)
+            self._read_run_progress(reader, run_ids, {s.run_id for s in fresh if s.run_id}, changed)
+            self._read_logs(reader, run_ids, changed)
+        for subscription in subscriptions:
+            self._tell(subscription, changed)
+            subscription.fresh = False
+
+    def _read_events(self, reader: MarkerReader, assets: list[str], hinted: bool, changed: _Changes) -> None:
+        seen = self._seen
+        newest = reader.newest_event_id()
+        changed.events = hinted or newest != seen.events
+        seen.events = newest
+        unread = [asset for asset in assets if asset not in seen.asset_events]
+        if changed.events or unread:
+            for asset, value in reader.newest_event_ids(assets if changed.events else unread).items():
+                if hinted or seen.asset_events.get(asset) != value:
+                    changed.assets.add(asset)
+                seen.asset_events[asset] = value
+        for asset in [asset for asset in seen.asset_events if asset not in assets]:
+            del seen.asset_events[asset]
+
+    def _read_runs(self, reader: MarkerReader, changed: _Changes) -> None:
+        seen = self._seen
+        marker = reader.runs()
+        if marker != seen.runs:
+            seen.runs_generation += 1
+            changed.runs = True
+        seen.runs = marker
+
+    def _read_run_progress(self, reader: MarkerReader, run_ids: list[str], fresh: set[str], changed: _Changes) -> None:
+        seen = self._seen.progress
+        for run_id in run_ids:
+            before = seen.get(run_id)
+            if before is not None and before.terminal and run_id in seen and run_id not in fresh:
+                continue  # a finished run's attempts are final: they were written with its end
+            progress = reader.run_progress(run_id)
+            if run_id not in seen or progress != before:
+                changed.run_ids.add(run_id)
+            seen[run_id] = progress
+        for run_id in [run_id for run_id in seen if run_id not in run_ids]:
+            del seen[run_id]
+
+    def _read_logs(self, reader: MarkerReader, run_ids: list[str], changed: _Changes) -> None:
+        seen = self._seen
+        newest = reader.newest_log_id()
+        grew = newest != seen.logs
+        seen.logs = newest
+        for run_id in run_ids:
+            known = seen.run_logs.get(run_id)
+            # Lines commit with or before their attempts: a run whose progress changed is looked at too.
+            if known is None or grew or run_id in changed.run_ids:
+                value = reader.newest_run_log_id(run_id, known or 0)
+                if value != known:
+                    changed.log_runs.add(run_id)
+                seen.run_logs[run_id] = value
+        for run_id in [run_id for run_id in seen.run_logs if run_id not in run_ids]:
+            del seen.run_logs[run_id]
+
+    def _tell(self, subscription: Subscription, changed: _Changes) -> None:
+        seen, fresh = self._seen, subscription.fresh
+        if fresh or changed.runs:
+            subscription.offer(MessageKind.RUNS, str(seen.runs_generation))
+        asset = subscription.asset
+        if asset is None:
+            if fresh or changed.events:
+                subscription.offer(MessageKind.EVENTS, str(seen.events))
+        elif fresh or asset in changed.assets:
+            subscription.offer(MessageKind.EVENTS, str(seen.asset_events.get(asset, 0)))
+        run_id = subscription.run_id
+        if run_id is None:
+            return
+        progress = seen.progress.get(run_id)
+        if progress is not None and (fresh or run_id in changed.run_ids):
+            subscription.offer(MessageKind.RUN, progress.status)
+        if progress is not None and (fresh or run_id in changed.log_runs):
+            subscription.offer(MessageKind.LOGS, str(seen.run_logs.get(run_id, 0)))
+
+
+@dataclass
+class _Changes:
+    """What one read found changed since the previous one."""
+
+    events: bool = False
+    assets: set[str] = field(default_factory=set)
+    runs: bool = False
+    run_ids: set[str] = field(default_factory=set)
+    log_runs: set[str] = field(default_factory=set)
+
+
+@contextlib.contextmanager
+def subscribed(feed: ChangeFeed, *, run_id: str | None, asset: str | None) -> Iterator[Subscription]:
+    """A subscription for the length of a ``with`` block (a client's stream)."""
+    subscription = feed.subscribe(run_id=run_id, asset=asset)
+    try:
+        yield subscription
+    finally:
+        feed.unsubscribe(subscription)
