@@ -218,8 +218,9 @@ class ChangeFeed:
         seen.events = newest
         unread = [asset for asset in assets if asset not in seen.asset_events]
         if changed.events or unread:
+            # A notification names no asset here: it forces the message of all events, never an asset's.
             for asset, value in reader.newest_event_ids(assets if changed.events else unread).items():
-                if hinted or seen.asset_events.get(asset) != value:
+                if seen.asset_events.get(asset) != value:
                     changed.assets.add(asset)
                 seen.asset_events[asset] = value
         for asset in [asset for asset in seen.asset_events if asset not in assets]:
