@@ -58,6 +58,8 @@ class Lane:
 class Tick:
     x: float
     label: str
+    #: SVG text-anchor: the end ticks' labels stay inside the drawing.
+    anchor: str = "middle"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +94,10 @@ class _Scale:
     def ticks(self) -> tuple[Tick, ...]:
         """The start's clock time, then offsets from it (a short run's ticks would all read the same second)."""
         offsets = [self.span * i / 4 for i in range(5)]
+        anchors = ["start", "middle", "middle", "middle", "end"]
         return tuple(
-            Tick(self.x(self.start + offset), _clock(self.start) if not offset else _offset(offset)) for offset in offsets
+            Tick(self.x(self.start + offset), _clock(self.start) if not offset else _offset(offset), anchor)
+            for offset, anchor in zip(offsets, anchors, strict=True)
         )
 
 
