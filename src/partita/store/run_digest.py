@@ -1,10 +1,11 @@
 """A run summarized inside the database, for a page about it: its attempts never leave it one by one.
 
-A run of 100,000 attempts is read as counts per asset and status, a page of
-its failed and retried attempts (with their invocations), and a timeline
-that is either each attempt's bar (few attempts) or counts per asset, time
-bucket and status (many). Each is one query over the run's range of the
-attempts' primary key, on SQLite and PostgreSQL alike.
+A run of 100,000 attempts is read in one grouped pass over its range of the
+attempts' primary key (`RunScan`: counts per asset, status and time bucket
+of their starts, which give the task table, the run's counts and the
+aggregated timeline at once), plus small reads: the first failed and
+retried attempts with their invocations, and each attempt's bar when few
+started. SQLite and PostgreSQL run the same SQL.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, and_, case, func, or_, select
+from sqlalchemy import Connection, and_, or_, select
 
+from partita.definitions.launch import Tags
 from partita.results.record import TaskRecord
-from partita.store.run_rows import task_records
-from partita.store.schema import attempt_logs, attempts, invocations
+from partita.store.protocol import StoredRun
+from partita.store.run_rows import stored_run, task_records
+from partita.store.schema import attempt_logs, attempts, invocations, run_tags, runs
 from partita.store.sql import SqlStore
 
-__all__ = ["AttemptGroup", "RunDigest", "TimelineBar", "TimelineBucket", "TimelineRows"]
+__all__ = ["AttemptGroup", "RunDigest", "RunScan", "TimelineBar", "TimelineBucket", "TimelineRows"]
 
 
 class AttemptGroup(NamedTuple):
@@ -35,6 +38,8 @@ class AttemptGroup(NamedTuple):
     materialized: int
     #: Of them, attempts with a start time (drawn on the timeline).
     started: int
+    #: Of them, attempts invoked more than once (retried).
+    retried: int = 0
 
 
 class TimelineBar(NamedTuple):
@@ -70,6 +75,24 @@ class TimelineRows:
     buckets: tuple[TimelineBucket, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class RunScan:
+    """One grouped pass over a run's attempts: counts per asset and status, and per time bucket of their starts."""
+
+    groups: tuple[AttemptGroup, ...]
+    buckets: tuple[TimelineBucket, ...]
+    start: float
+    end: float
+    bucket_seconds: float
+
+    def count(self, status: str) -> int:
+        return sum(group.count for group in self.groups if group.status == status)
+
+    @property
+    def retried(self) -> int:
+        return sum(group.retried for group in self.groups)
+
+
 class _Row(NamedTuple):
     """A stand-in attempts row: what `task_records` reads of one."""
 
@@ -95,27 +118,75 @@ class RunDigest:
     """Read-only summaries of one run's attempts (the run id is a full id, as `SqlStore.get_run` returns it)."""
 
     def __init__(self, store: SqlStore) -> None:
+        self._store = store
         self._database = store.database
         self._failures = store.database.failures
 
-    def groups(self, run_id: str) -> list[AttemptGroup]:
-        """Counts per asset and stored status (one grouped scan of the run's attempts)."""
-        c = attempts.c
-        query = (
-            select(
-                c.asset,
-                c.status,
-                func.count(),
-                func.sum(case((c.invocations == 0, 1), else_=0)),
-                func.sum(case((c.resolution == "materialized", 1), else_=0)),
-                func.count(c.started_at),
-            )
-            .where(c.run_id == run_id)
-            .group_by(c.asset, c.status)
-        )
+    def read(self, run_id: str, *, buckets: int, now: float) -> tuple[StoredRun, RunScan]:
+        """The run (an id or unique prefix) and its attempts' `RunScan`, with one scan of its attempts in all.
+
+        The run's counts come from the scan, not from a second pass
+        (`SqlStore.get_run` counts them itself); its timeline spans its start
+        to its finish, or to ``now`` while it runs.
+        """
+        with self._failures("read the run"), self._database.connect() as connection:
+            row = connection.execute(select(runs).where(runs.c.run_id == run_id)).first()
+        if row is None:  # a prefix: the store resolves it (and says why when it cannot)
+            run_id = self._store.get_run(run_id).run_id
+            with self._failures("read the run"), self._database.connect() as connection:
+                row = connection.execute(select(runs).where(runs.c.run_id == run_id)).one()
+        start = float(row.started_at)
+        end = max(start, now if row.finished_at is None else float(row.finished_at))
+        scan = self._scan(row.run_id, start, end, buckets)
+        counts: dict[str, int] = {}
+        for group in scan.groups:
+            counts[group.status] = counts.get(group.status, 0) + group.count
+        return stored_run(row, self._store.run_history.status(row), counts, self._tags(row.run_id)), scan
+
+    def _tags(self, run_id: str) -> Tags:
+        query = select(run_tags.c.key, run_tags.c.value).where(run_tags.c.run_id == run_id).order_by(run_tags.c.key)
+        with self._failures("read the run's tags"), self._database.connect() as connection:
+            return tuple((key, value) for key, value in connection.execute(query))
+
+    def _scan(self, run_id: str, start: float, end: float, buckets: int) -> RunScan:
+        width = max(end - start, 1e-3) / buckets
         with self._failures("summarize the run's attempts"), self._database.connect() as connection:
-            found = list(connection.execute(query))
-        return [AttemptGroup(row[0], row[1], int(row[2]), int(row[3] or 0), int(row[4] or 0), int(row[5])) for row in found]
+            found = list(connection.exec_driver_sql(self._scan_sql(), (start, width, run_id)))
+        groups: dict[tuple[str, str], list[int]] = {}
+        counted: list[TimelineBucket] = []
+        for asset, status, bucket, uninvoked, retried, materialized, count, first_start, last_finish in found:
+            sums = groups.setdefault((asset, status), [0, 0, 0, 0, 0])
+            count = int(count)
+            sums[0] += count
+            sums[1] += count if uninvoked else 0
+            sums[2] += count if materialized else 0
+            sums[3] += 0 if bucket is None else count
+            sums[4] += count if retried else 0
+            if bucket is not None:
+                counted.append(
+                    TimelineBucket(asset, min(max(int(bucket), 0), buckets - 1), status, count, first_start, last_finish)
+                )
+        return RunScan(
+            tuple(AttemptGroup(asset, status, *sums) for (asset, status), sums in groups.items()),
+            tuple(counted),
+            start,
+            end,
+            width,
+        )
+
+    def _scan_sql(self) -> str:
+        # SQLite's CAST truncates toward zero (starts are never before the run's); PostgreSQL's rounds, so FLOOR.
+        number = "CAST((started_at - ?) / ? AS INTEGER)"
+        if self._database.dialect == "postgresql":
+            number = "CAST(FLOOR((started_at - ?) / ?) AS INTEGER)"
+        return self._database.driver_sql(
+            f"SELECT asset, status, CASE WHEN started_at IS NULL THEN NULL ELSE {number} END AS bucket, "
+            "CASE WHEN invocations = 0 THEN 1 ELSE 0 END AS uninvoked, "
+            "CASE WHEN invocations > 1 THEN 1 ELSE 0 END AS retried, "
+            "CASE WHEN resolution = 'materialized' THEN 1 ELSE 0 END AS materialized, "
+            f"COUNT(*), MIN(started_at), MAX(finished_at) FROM {attempts.name} WHERE run_id = ? "
+            "GROUP BY asset, status, bucket, uninvoked, retried, materialized"
+        )
 
     def tasks_of(self, plan: dict[str, Any], run_status: str, groups: Sequence[AttemptGroup]) -> list[TaskRecord]:
         """The plan's tasks, each with one stand-in attempt per kind of group, so `task_status` judges it as history does."""
@@ -151,27 +222,20 @@ class RunDigest:
         query = select(invocations).where(i.run_id == run_id, pairs).order_by(i.asset, i.idx, i.number)
         return list(connection.execute(query))
 
-    def timeline(self, run_id: str, start: float, end: float, *, max_bars: int, buckets: int) -> TimelineRows:
-        """Bars for at most ``max_bars`` started attempts; otherwise counts in ``buckets`` equal spans of [start, end]."""
-        span = max(end - start, 1e-3)
-        width = span / buckets
+    def timeline(self, run_id: str, scan: RunScan, *, max_bars: int) -> TimelineRows:
+        """Each started attempt's bar when there are at most ``max_bars``; otherwise the scan's buckets."""
+        if sum(group.started for group in scan.groups) > max_bars:
+            return TimelineRows(scan.start, scan.end, scan.bucket_seconds, None, scan.buckets)
         c = attempts.c
+        query = (
+            select(c.asset, c.idx, c.status, c.started_at, c.finished_at, c.partition_key)
+            .where(c.run_id == run_id, c.started_at.is_not(None))
+            .order_by(c.asset, c.started_at)
+            .limit(max_bars)
+        )
         with self._failures("read the run's timeline"), self._database.connect() as connection:
-            bar_query = (
-                select(c.asset, c.idx, c.status, c.started_at, c.finished_at, c.partition_key)
-                .where(c.run_id == run_id, c.started_at.is_not(None))
-                .order_by(c.asset, c.started_at)
-                .limit(max_bars + 1)
-            )
-            bars = [TimelineBar(*row) for row in connection.execute(bar_query)]
-            if len(bars) <= max_bars:
-                return TimelineRows(start, end, width, tuple(bars), ())
-            found = connection.exec_driver_sql(self._bucket_sql(), (start, width, run_id))
-            counted = tuple(
-                TimelineBucket(row[0], min(max(int(row[1]), 0), buckets - 1), row[2], int(row[3]), row[4], row[5])
-                for row in found
-            )
-        return TimelineRows(start, end, width, None, counted)
+            bars = tuple(TimelineBar(*row) for row in connection.execute(query))
+        return TimelineRows(scan.start, scan.end, scan.bucket_seconds, bars, scan.buckets)
 
     def log_boundary(self, run_id: str, newest: int) -> int:
         """The id after which the run's ``newest`` log lines start (0 when it has no more than that)."""
@@ -180,13 +244,3 @@ class RunDigest:
         with self._failures("read the run's logs"), self._database.connect() as connection:
             found = connection.execute(query).scalar()
         return 0 if found is None else int(found) - 1
-
-    def _bucket_sql(self) -> str:
-        # SQLite's CAST truncates toward zero (starts are never before the run's); PostgreSQL's rounds, so FLOOR.
-        number = "CAST((started_at - ?) / ? AS INTEGER)"
-        if self._database.dialect == "postgresql":
-            number = "CAST(FLOOR((started_at - ?) / ?) AS INTEGER)"
-        return self._database.driver_sql(
-            f"SELECT asset, {number} AS bucket, status, COUNT(*), MIN(started_at), MAX(finished_at) "
-            f"FROM {attempts.name} WHERE run_id = ? AND started_at IS NOT NULL GROUP BY asset, bucket, status"
-        )

@@ -21,6 +21,7 @@ import enum
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -35,6 +36,8 @@ log = logging.getLogger("partita.ui.changes")
 
 #: How often the markers are read while someone listens: well within the one second pages promise.
 POLL_SECONDS = 0.2
+#: The longest wait between two reads of a watched run's attempt progress.
+_SLOWEST_PROGRESS = 0.7
 
 
 class MessageKind(enum.StrEnum):
@@ -90,6 +93,8 @@ class _Seen:
     runs: RunsMarker | None = None
     runs_generation: int = 0
     progress: dict[str, RunProgress | None] = field(default_factory=dict)
+    #: When each watched run's progress is next read (monotonic seconds).
+    progress_due: dict[str, float] = field(default_factory=dict)
     logs: int = -1
     run_logs: dict[str, int] = field(default_factory=dict)
 
@@ -235,17 +240,26 @@ class ChangeFeed:
         seen.runs = marker
 
     def _read_run_progress(self, reader: MarkerReader, run_ids: list[str], fresh: set[str], changed: _Changes) -> None:
-        seen = self._seen.progress
+        seen, due = self._seen.progress, self._seen.progress_due
+        now = time.monotonic()
         for run_id in run_ids:
             before = seen.get(run_id)
-            if before is not None and before.terminal and run_id in seen and run_id not in fresh:
-                continue  # a finished run's attempts are final: they were written with its end
+            if run_id in seen and run_id not in fresh:
+                if before is not None and before.terminal:
+                    continue  # a finished run's attempts are final: they were written with its end
+                if now < due.get(run_id, 0.0) and not changed.runs:
+                    continue  # a large run's progress is costly to read: read less often, unless a run's status moved
+            began = time.monotonic()
             progress = reader.run_progress(run_id)
+            # Four times what the read cost, within the second pages are promised: a run of
+            # 100,000 attempts is not counted five times a second for as long as it runs.
+            due[run_id] = began + min(max(self._interval, 4 * (time.monotonic() - began)), _SLOWEST_PROGRESS)
             if run_id not in seen or progress != before:
                 changed.run_ids.add(run_id)
             seen[run_id] = progress
         for run_id in [run_id for run_id in seen if run_id not in run_ids]:
             del seen[run_id]
+            due.pop(run_id, None)
 
     def _read_logs(self, reader: MarkerReader, run_ids: list[str], changed: _Changes) -> None:
         seen = self._seen

@@ -10,7 +10,9 @@ Keys appear only where the run recorded them (``record_partition_keys``).
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +26,7 @@ from partita.store.trigger_requests import TriggerRequest
 from partita.store.triggers import TriggerLaunch, TriggerStore
 from partita.ui.timeline_svg import BUCKETS, MAX_BARS, Timeline, draw_timeline
 
-__all__ = ["LOG_TAIL", "MAX_LISTED", "RunPage", "TaskRow", "log_lines_after", "log_tail"]
+__all__ = ["LOG_TAIL", "MAX_LISTED", "FinishedRunPages", "RunPage", "TaskRow", "log_lines_after", "log_tail"]
 
 #: Failed attempts (and, apart, retried ones) listed on a run's page.
 MAX_LISTED = 50
@@ -32,6 +34,10 @@ MAX_LISTED = 50
 LOG_TAIL = 200
 #: Log lines one live update appends at most (a burst is caught up in several).
 LOG_BATCH = 500
+#: Pages of finished runs kept in memory.
+FINISHED_PAGES = 32
+#: Run statuses that are stored, and final: such a run's rows never change again.
+_FINAL = frozenset({"success", "failed", "cancelled"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,30 +71,26 @@ class RunPage:
 
     @classmethod
     def read(cls, store: SqlStore, run_id: str) -> RunPage:
-        run = store.get_run(run_id)
         digest = RunDigest(store)
-        groups = digest.groups(run.run_id)
+        run, scan = digest.read(run_id, buckets=BUCKETS, now=time.time())
         triggers = TriggerStore(store)
         launch = triggers.launch(run.run_id)
         request = None if launch is None else triggers.request(launch.request_id)
         plan, status = run.plan, run.status
-        failures = digest.unsuccessful(plan, run.run_id, status, retried=False, limit=MAX_LISTED)
-        retried = digest.unsuccessful(plan, run.run_id, status, retried=True, limit=MAX_LISTED)
-        start = run.header.started_at.timestamp()
-        finished = run.header.finished_at
-        end = time.time() if finished is None else finished.timestamp()
-        rows = digest.timeline(run.run_id, start, max(end, start), max_bars=MAX_BARS, buckets=BUCKETS)
+        failed_total = scan.count("failed")
+        failures = digest.unsuccessful(plan, run.run_id, status, retried=False, limit=MAX_LISTED) if failed_total else []
+        retried = digest.unsuccessful(plan, run.run_id, status, retried=True, limit=MAX_LISTED) if scan.retried else []
         assets = [task["name"] for task in plan["tasks"]]
         return cls(
             run=run,
             summary=run_summary(run),
             launch=launch,
             request=request,
-            tasks=tuple(_task_rows(digest, plan, status, groups)),
+            tasks=tuple(_task_rows(digest, plan, status, list(scan.groups))),
             failures=tuple(failures),
-            failed_total=sum(group.count for group in groups if group.status == "failed"),
+            failed_total=failed_total,
             retried=tuple(retried),
-            timeline=draw_timeline(assets, rows),
+            timeline=draw_timeline(assets, digest.timeline(run.run_id, scan, max_bars=MAX_BARS)),
         )
 
     @property
@@ -97,6 +99,36 @@ class RunPage:
         if self.request is None or not self.run.record_partition_keys:
             return None
         return self.request.partition_key or None
+
+
+class FinishedRunPages:
+    """The pages of the last `FINISHED_PAGES` finished runs a server showed, read again only when not kept.
+
+    A finished run's attempts were written with its end and never change,
+    so its page is read from the store once: viewing a run of 100,000
+    attempts again costs nothing. A run still running (or interrupted,
+    which only its owner's liveness decides) is read every time.
+    """
+
+    def __init__(self, size: int = FINISHED_PAGES) -> None:
+        self._pages: OrderedDict[str, RunPage] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def read(self, store: SqlStore, run_id: str) -> RunPage:
+        with self._lock:
+            kept = self._pages.get(run_id)
+            if kept is not None:
+                self._pages.move_to_end(run_id)
+                return kept
+        page = RunPage.read(store, run_id)
+        if page.run.status in _FINAL:
+            with self._lock:
+                for name in {run_id, page.run.run_id}:  # a prefix finds it again too
+                    self._pages[name] = page
+                while len(self._pages) > self._size:
+                    self._pages.popitem(last=False)
+        return page
 
 
 def _task_rows(digest: RunDigest, plan: dict[str, Any], status: str, groups: list[AttemptGroup]) -> list[TaskRow]:

@@ -20,7 +20,7 @@ from partita.documents.runs import run_summary
 from partita.store.protocol import RunFilter
 from partita.ui.api.runs import MAX_RUNS, RunStatus, run_filter
 from partita.ui.context import UiContext, ui_context
-from partita.ui.run_view import LOG_BATCH, RunPage, log_lines_after, log_tail
+from partita.ui.run_view import LOG_BATCH, FinishedRunPages, RunPage, log_lines_after, log_tail
 from partita.ui.security import require_reader
 from partita.ui.templating import render
 
@@ -109,16 +109,25 @@ def runs_table(
     return render(request, "runs_table.html", _runs_context(context, query))
 
 
+def _run_page(request: Request, context: UiContext, run_id: str) -> RunPage:
+    """The run's page, kept per server once the run finished (`FinishedRunPages`)."""
+    state = request.app.state
+    pages = getattr(state, "finished_run_pages", None)
+    if pages is None:
+        pages = state.finished_run_pages = FinishedRunPages()
+    return pages.read(context.store, run_id)
+
+
 @router.get("/runs/{run_id}")
 def run_page(request: Request, run_id: str, context: Annotated[UiContext, Depends(ui_context)]) -> Response:
-    page = RunPage.read(context.store, run_id)
+    page = _run_page(request, context, run_id)
     lines = log_tail(context.store, page.run.run_id)
     return render(request, "run.html", {"page": page, "run": page.summary, "lines": lines, **_cursor(lines, 0)})
 
 
 @router.get("/runs/{run_id}/summary")
 def run_summary_fragment(request: Request, run_id: str, context: Annotated[UiContext, Depends(ui_context)]) -> Response:
-    page = RunPage.read(context.store, run_id)
+    page = _run_page(request, context, run_id)
     return render(request, "run_summary.html", {"page": page, "run": page.summary})
 
 
