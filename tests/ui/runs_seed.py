@@ -25,7 +25,9 @@ def entry_flow() -> Flow:
     return load_entry(ENTRY)
 
 
-def run_days(store_url: str, first: str, last: str, *, keys: bool = True, tags: dict[str, str] | None = None) -> RunResult:
+def run_days(
+    store_url: str, first: str, last: str, *, keys: bool = True, tags: dict[str, str] | None = None
+) -> RunResult:
     """Run the entry's daily chain over [first, last] into ``store_url``."""
     flow = entry_flow().with_store(store_url, record_partition_keys=keys)
     if tags:
@@ -67,9 +69,9 @@ class StreamReader:
                     if line.startswith(":"):
                         self.comments.append(line)
                     elif line.startswith("event: "):
-                        event = line[len("event: "):]
+                        event = line[len("event: ") :]
                     elif line.startswith("data: "):
-                        data = line[len("data: "):]
+                        data = line[len("data: ") :]
                     elif line == "" and data:
                         self.messages.put(Message(event, data, time.time()))
                         event, data = "message", ""

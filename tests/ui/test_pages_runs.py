@@ -84,7 +84,7 @@ def test_a_failed_run_page_shows_tasks_error_traceback_invocations_timeline_and_
     assert "FileNotFoundError" in failure and "the export for this day has not arrived" in failure
     assert "Traceback (most recent call last)" in failure and "ui_entry.py" in failure
     assert '<table class="invocations">' in failure
-    svg = page.split("<svg role=\"img\"", 1)[1].split("</svg>", 1)[0]
+    svg = page.split('<svg role="img"', 1)[1].split("</svg>", 1)[0]
     assert svg.count('class="tl-bar tl-success"') == 4 and svg.count('class="tl-bar tl-failed"') == 1
     assert "exports 2026-08-02 (attempt 1): failed" in svg  # the bar's text, for readers without colour
     assert page.count("reading the export") == 3
@@ -102,7 +102,7 @@ def test_a_run_that_did_not_record_keys_shows_none(store_url, client, failing_da
 def test_a_large_run_timeline_is_counted_in_buckets_not_drawn_per_attempt(store_url, client) -> None:
     result = run_days(store_url, "2026-08-01", "2028-01-01")  # 519 days: 1,038 attempts
     page = _main(client.get(f"/runs/{result.run_id}").text)
-    svg = page.split("<svg role=\"img\"", 1)[1].split("</svg>", 1)[0]
+    svg = page.split('<svg role="img"', 1)[1].split("</svg>", 1)[0]
     bars = svg.count('class="tl-bar ')
     assert 0 < bars <= 2 * 120
     assert "counted per" in svg
@@ -154,7 +154,9 @@ def test_event_keys_and_extra_are_escaped_everywhere(store_url, client) -> None:
     store = open_store(store_url)
     try:
         for key in HOSTILE_KEYS:
-            publish_event(store, entry_flow(), "tenant_report", partition_key=key, extra={"note": key, "html": "<b>bold</b>"})
+            publish_event(
+                store, entry_flow(), "tenant_report", partition_key=key, extra={"note": key, "html": "<b>bold</b>"}
+            )
     finally:
         store.close()
     for path in ("/events", "/events/feed", "/events?asset=tenant_report"):

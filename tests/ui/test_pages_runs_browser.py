@@ -59,7 +59,9 @@ def test_hostile_event_keys_and_extra_render_as_text_and_run_nothing(store_url, 
     store = open_store(store_url)
     try:
         for key in HOSTILE_KEYS:
-            publish_event(store, entry_flow(), "tenant_report", partition_key=key, extra={"note": key, "html": "<b>x</b>"})
+            publish_event(
+                store, entry_flow(), "tenant_report", partition_key=key, extra={"note": key, "html": "<b>x</b>"}
+            )
     finally:
         store.close()
     server = live_server()
@@ -69,7 +71,7 @@ def test_hostile_event_keys_and_extra_render_as_text_and_run_nothing(store_url, 
     keys = lambda: sorted(cell.text for cell in browser.find_elements(By.CSS_SELECTOR, "table.events td.key"))  # noqa: E731
     _wait(browser, lambda: keys() == sorted(HOSTILE_KEYS))  # each key shown as the text it is
     for number in range(len(browser.find_elements(By.CSS_SELECTOR, "table.events td"))):
-        _wait(browser, lambda: _hover(browser, number))  # what an injected onmouseover= would wait for
+        _wait(browser, lambda number=number: _hover(browser, number))  # what an injected onmouseover= waits for
     assert browser.title == title == "Events · partita"
     assert browser.execute_script("return window.partitaOwned === undefined")
     assert not browser.find_elements(By.CSS_SELECTOR, "main script, main img, main b")

@@ -48,12 +48,17 @@ def _emit(store_url: str, asset: str, key: str) -> dict:
     """Publish an event from another process, as a producer outside partita would; its receipt."""
     done = subprocess.run(
         [PARTITA, "events", "emit", asset, ENTRY, "--partition-key", key, "--store", store_url, "--json"],
-        capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(Path(ENTRY).parent)},
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(ENTRY).parent)},
     )
     return json.loads(done.stdout)["receipt"]
 
 
-def test_an_event_emitted_by_another_process_reaches_the_stream_within_a_second(store_url, live_server, reader_of) -> None:
+def test_an_event_emitted_by_another_process_reaches_the_stream_within_a_second(
+    store_url, live_server, reader_of
+) -> None:
     run_days(store_url, "2026-08-01", "2026-08-02")
     server = live_server()
     every = reader_of(f"{server.url}/api/v1/stream")

@@ -82,7 +82,8 @@ class MarkerReader:
             c.run_id, c.status, c.owner_host, c.owner_pid, c.owner_token, c.heartbeat_at, c.cancel_requested_at
         ).where(c.status == "running")
         running = frozenset(
-            (row.run_id, self._status(row), row.cancel_requested_at is not None) for row in self._connection.execute(query)
+            (row.run_id, self._status(row), row.cancel_requested_at is not None)
+            for row in self._connection.execute(query)
         )
         return RunsMarker(newest, recent, running)
 
@@ -97,11 +98,16 @@ class MarkerReader:
         a = attempts.c
         counted = self._connection.execute(
             select(
-                func.count(), func.count(a.finished_at), func.sum(a.invocations), func.max(a.started_at),
+                func.count(),
+                func.count(a.finished_at),
+                func.sum(a.invocations),
+                func.max(a.started_at),
                 func.max(a.finished_at),
             ).where(a.run_id == run_id)
         ).one()
-        return RunProgress(self._status(row), int(counted[0]), int(counted[1]), int(counted[2] or 0), counted[3], counted[4])
+        return RunProgress(
+            self._status(row), int(counted[0]), int(counted[1]), int(counted[2] or 0), counted[3], counted[4]
+        )
 
     def newest_log_id(self) -> int:
         return int(self._connection.execute(select(func.max(attempt_logs.c.id))).scalar() or 0)

@@ -164,7 +164,9 @@ class RunDigest:
             sums[4] += count if retried else 0
             if bucket is not None:
                 counted.append(
-                    TimelineBucket(asset, min(max(int(bucket), 0), buckets - 1), status, count, first_start, last_finish)
+                    TimelineBucket(
+                        asset, min(max(int(bucket), 0), buckets - 1), status, count, first_start, last_finish
+                    )
                 )
         return RunScan(
             tuple(AttemptGroup(asset, status, *sums) for (asset, status), sums in groups.items()),

@@ -78,7 +78,9 @@ class RunPage:
         request = None if launch is None else triggers.request(launch.request_id)
         plan, status = run.plan, run.status
         failed_total = scan.count("failed")
-        failures = digest.unsuccessful(plan, run.run_id, status, retried=False, limit=MAX_LISTED) if failed_total else []
+        failures = (
+            digest.unsuccessful(plan, run.run_id, status, retried=False, limit=MAX_LISTED) if failed_total else []
+        )
         retried = digest.unsuccessful(plan, run.run_id, status, retried=True, limit=MAX_LISTED) if scan.retried else []
         assets = [task["name"] for task in plan["tasks"]]
         return cls(

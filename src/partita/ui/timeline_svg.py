@@ -141,7 +141,9 @@ def _bar_title(bar: TimelineBar, end: float) -> str:
     return f"{bar.asset}{key} (attempt {bar.index}): {bar.status}, started {_clock(bar.started_at)}, {finish}"
 
 
-def _draw_bars(assets: Sequence[str], bars: Sequence[TimelineBar], scale: _Scale, end: float) -> tuple[list[Lane], list[Rect]]:
+def _draw_bars(
+    assets: Sequence[str], bars: Sequence[TimelineBar], scale: _Scale, end: float
+) -> tuple[list[Lane], list[Rect]]:
     by_asset: dict[str, list[TimelineBar]] = defaultdict(list)
     for bar in bars:
         by_asset[bar.asset].append(bar)
@@ -155,7 +157,16 @@ def _draw_bars(assets: Sequence[str], bars: Sequence[TimelineBar], scale: _Scale
             counts[bar.status] += 1
             left = scale.x(bar.started_at)
             right = scale.x(end if bar.finished_at is None else bar.finished_at)
-            rects.append(Rect(left, y + row * ROW_HEIGHT + 1, max(right - left, 2.0), ROW_HEIGHT - 2, bar.status, _bar_title(bar, end)))
+            rects.append(
+                Rect(
+                    left,
+                    y + row * ROW_HEIGHT + 1,
+                    max(right - left, 2.0),
+                    ROW_HEIGHT - 2,
+                    bar.status,
+                    _bar_title(bar, end),
+                )
+            )
         lanes.append(Lane(asset, y, height, _words(counts) or "no attempt started"))
         y += height + LANE_GAP
     return lanes, rects

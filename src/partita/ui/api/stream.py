@@ -72,7 +72,8 @@ async def stream(
         str | None, Query(min_length=1, max_length=64, description="Also send run and logs messages of this run.")
     ] = None,
     asset: Annotated[
-        str | None, Query(min_length=1, max_length=200, description="Send events messages for this asset's events only.")
+        str | None,
+        Query(min_length=1, max_length=200, description="Send events messages for this asset's events only."),
     ] = None,
 ) -> StreamingResponse:
     if run_id is not None:

@@ -66,7 +66,11 @@ def _feed(context: UiContext, query: EventsQuery) -> dict[str, Any]:
     found: list[AssetEvent] = []
     if query.problem is None:
         found = newest_events(
-            context.store, asset=query.asset, partition_key=query.partition_key, before=query.before, limit=query.limit + 1
+            context.store,
+            asset=query.asset,
+            partition_key=query.partition_key,
+            before=query.before,
+            limit=query.limit + 1,
         )
     shown = found[: query.limit]
     older = "/events?" + query.params(before=shown[-1].id) if len(found) > query.limit else None
