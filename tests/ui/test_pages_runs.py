@@ -7,6 +7,7 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
+from partita import Flow
 from partita.events.external import publish_event
 from partita.store import open_store
 
@@ -99,14 +100,30 @@ def test_a_run_that_did_not_record_keys_shows_none(store_url, client, failing_da
     assert "2026-08-0" not in page
 
 
-def test_a_large_run_timeline_is_counted_in_buckets_not_drawn_per_attempt(store_url, client) -> None:
-    result = run_days(store_url, "2026-08-01", "2028-01-01")  # 519 days: 1,038 attempts
+def test_a_large_run_is_counted_in_timeline_buckets_and_its_log_tail_catches_up_in_batches(store_url, client) -> None:
+    result = run_days(store_url, "2026-08-01", "2028-03-22")  # 600 days: 1,200 attempts, 600 log lines
     page = _main(client.get(f"/runs/{result.run_id}").text)
     svg = page.split('<svg role="img"', 1)[1].split("</svg>", 1)[0]
     bars = svg.count('class="tl-bar ')
     assert 0 < bars <= 2 * 120
     assert "counted per" in svg
-    assert "exports: 519 success" in page
+    assert "exports: 600 success" in page
+    assert page.count('class="line stream-log"') == 200  # the tail the page opens with
+    first = client.get(f"/runs/{result.run_id}/logs", params={"after": 0})
+    assert first.text.count('class="line stream-log"') == 500
+    assert first.headers["HX-Trigger-After-Settle"] == "partita-more-logs"  # the page asks again at once
+    cursor = re.search(r'id="log-after" name="after" value="(\d+)"', first.text).group(1)
+    rest = client.get(f"/runs/{result.run_id}/logs", params={"after": cursor})
+    assert rest.text.count('class="line stream-log"') == 100 and "HX-Trigger-After-Settle" not in rest.headers
+
+
+def test_a_run_of_hostile_keys_shows_them_escaped_in_failures_timeline_and_logs(store_url, client) -> None:
+    flow = entry_flow()
+    tenants = Flow(["tenant_report"], registry=flow.registry, name="tenants", record_partition_keys=True)
+    result = tenants.with_store(store_url, record_partition_keys=True).run({"partition_keys": list(HOSTILE_KEYS)})
+    body = client.get(f"/runs/{result.run_id}").text
+    assert "<script>document.title" not in body and "<img src=x" not in body
+    assert body.count("&lt;script&gt;document.title=&#39;owned&#39;") >= 2  # a bar's title and a log line
 
 
 def test_the_log_fragment_sends_only_lines_after_its_cursor_and_moves_it(store_url, client) -> None:
