@@ -113,7 +113,8 @@ class ChangeFeed:
         self._thread: threading.Thread | None = None
         self._listener_thread: threading.Thread | None = None
         self._events_hint = threading.Event()
-        self._interrupt_read, self._interrupt_write = os.pipe()
+        # A pipe that interrupts the PostgreSQL listener's wait; made when a listener starts.
+        self._interrupt: tuple[int, int] | None = None
         self._seen = _Seen()
         self._failing = False
 
@@ -150,11 +151,12 @@ class ChangeFeed:
         for subscription in ending:
             subscription.close()
         self._wake.set()
-        os.write(self._interrupt_write, b"x")
+        if self._interrupt is not None:
+            os.write(self._interrupt[1], b"x")
         for thread in (self._thread, self._listener_thread):
             if thread is not None and thread is not threading.current_thread():
                 thread.join(timeout=5)
-        for descriptor in (self._interrupt_read, self._interrupt_write):
+        for descriptor in self._interrupt or ():
             with contextlib.suppress(OSError):
                 os.close(descriptor)
 
@@ -163,25 +165,33 @@ class ChangeFeed:
     def _start(self) -> None:
         self._thread = threading.Thread(target=self._poll, name="partita-ui-changes", daemon=True)
         self._thread.start()
+
+    def _start_listener(self) -> None:
+        """On PostgreSQL, a thread that wakes the poller when events commit (connecting happens here, off the loop)."""
         try:
             listener = listen_for_events(self._store)
         except Exception as exc:  # noqa: BLE001 - notifications are a shortcut: polling alone still works
             log.warning("not listening for event notifications (%s); polling only", exc)
-            listener = None
-        if listener is not None:
-            self._listener_thread = threading.Thread(
-                target=self._listen, args=(listener,), name="partita-ui-listen", daemon=True
-            )
-            self._listener_thread.start()
+            return
+        if listener is None:
+            return
+        self._interrupt = os.pipe()
+        self._listener_thread = threading.Thread(
+            target=self._listen, args=(listener,), name="partita-ui-listen", daemon=True
+        )
+        self._listener_thread.start()
 
     def _listen(self, listener: EventListener) -> None:
+        assert self._interrupt is not None
+        interrupt = self._interrupt[0]
         with listener:
             while not self._closed:
-                if listener.wait(1.0, interrupt=self._interrupt_read):
+                if listener.wait(1.0, interrupt=interrupt):
                     self._events_hint.set()
                     self._wake.set()
 
     def _poll(self) -> None:
+        self._start_listener()
         while not self._closed:
             self._wake.wait(self._interval if self.subscriber_count else None)
             self._wake.clear()
