@@ -194,3 +194,33 @@ def test_a_slow_client_holds_only_the_newest_message_of_each_kind() -> None:
         return [(str(kind), data) for kind, data in subscription.take()]
 
     assert asyncio.run(scenario()) == [("runs", "999"), ("events", "999")]
+
+
+def test_a_store_failure_pauses_live_updates_and_they_resume_on_the_open_streams(
+    store_url, live_server, reader_of, monkeypatch, caplog
+) -> None:
+    from partita.errors import StoreError
+    from partita.events.external import publish_event
+    from partita.store.change_markers import ChangeMarkers
+
+    server = live_server()
+    reader = reader_of(f"{server.url}/api/v1/stream")
+    reader.next("events")
+    failures = {"left": 3}
+    reading = ChangeMarkers.reading
+
+    def failing(self):  # noqa: ANN001, ANN202 - the store refuses a few reads, as during a restart
+        if failures["left"]:
+            failures["left"] -= 1
+            raise StoreError("store: cannot read what changed: the database is restarting")
+        return reading(self)
+
+    monkeypatch.setattr(ChangeMarkers, "reading", failing)
+    store = open_store(store_url)
+    try:
+        receipt = publish_event(store, entry_flow(), "exports", partition_key="2026-08-07")
+        assert reader.next("events", lambda m: m.data == str(receipt.id)).data == str(receipt.id)
+    finally:
+        store.close()
+    assert failures["left"] == 0 and not reader.ended.is_set()
+    assert "live updates paused" in caplog.text and "live updates resumed" in caplog.text
