@@ -224,3 +224,77 @@ def test_a_store_failure_pauses_live_updates_and_they_resume_on_the_open_streams
         store.close()
     assert failures["left"] == 0 and not reader.ended.is_set()
     assert "live updates paused" in caplog.text and "live updates resumed" in caplog.text
+
+
+def test_a_run_whose_process_is_killed_is_shown_interrupted_within_a_second(
+    store_url, live_server, reader_of, tmp_path
+) -> None:
+    hold = tmp_path / "hold"
+    hold.touch()
+    command = [PARTITA, "run", ENTRY, "--partition-range", "2026-08-01", "2026-08-01", "--store", store_url, "-y"]
+    process = subprocess.Popen(
+        command,
+        env={**os.environ, "PARTITA_TEST_HOLD": str(hold), "PYTHONPATH": str(Path(ENTRY).parent)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    store = open_store(store_url)
+    try:
+        run = wait_until(lambda: store.list_runs(limit=1, status="running"), timeout=30, what="the run started")[0]
+        server = live_server()
+        one = reader_of(f"{server.url}/api/v1/stream?run_id={run.run_id}")
+        assert one.next("run").data == "running"
+        one.next("runs")
+        process.kill()  # SIGKILL: the run's owner writes nothing more
+        process.wait(timeout=10)
+        killed = time.time()
+        interrupted = one.next("run", lambda m: m.data == "interrupted")
+        assert interrupted.at - killed < 1.0
+        assert one.next("runs", lambda m: m.at >= killed).at - killed < 1.0
+        assert store.get_run(run.run_id).status == "interrupted"
+    finally:
+        hold.unlink(missing_ok=True)
+        if process.poll() is None:
+            process.kill()
+        store.close()
+
+
+def test_partita_ui_stops_at_once_on_sigint_with_pages_streaming(store_url, reader_of, tmp_path) -> None:
+    import signal
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    environment = {**os.environ, "PARTITA_UI_TOKEN": "test-token-0123456789abcdef", "XDG_CONFIG_HOME": str(tmp_path)}
+    process = subprocess.Popen(
+        [PARTITA, "ui", ENTRY, "--store", store_url, "--port", str(port)],
+        env={**environment, "PYTHONPATH": str(Path(ENTRY).parent)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/api/v1/stream"
+
+        def listening() -> bool:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                return True
+            except OSError:
+                return False
+
+        wait_until(listening, timeout=30, what="partita ui listening")
+        readers = [reader_of(url) for _ in range(2)]
+        for reader in readers:
+            reader.next("runs")
+        process.send_signal(signal.SIGINT)
+        began = time.monotonic()
+        process.wait(timeout=10)
+        assert time.monotonic() - began < 3.0
+        assert all(reader.ended.wait(3) for reader in readers)
+        assert "Traceback" not in (process.stderr.read() if process.stderr else "")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
