@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+import httpx2 as httpx
 import pytest
 
 from partita.store import open_store
@@ -252,6 +253,9 @@ def test_a_run_whose_process_is_killed_is_shown_interrupted_within_a_second(
         assert interrupted.at - killed < 1.0
         assert one.next("runs", lambda m: m.at >= killed).at - killed < 1.0
         assert store.get_run(run.run_id).status == "interrupted"
+        page = httpx.get(f"{server.url}/runs/{run.run_id}").text
+        assert '<span class="status status-interrupted">interrupted</span>' in page
+        assert 'class="tl-bar tl-interrupted"' in page  # its attempt left running is drawn as history reads it
     finally:
         hold.unlink(missing_ok=True)
         if process.poll() is None:

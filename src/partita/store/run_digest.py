@@ -135,13 +135,17 @@ class RunDigest:
             run_id = self._store.get_run(run_id).run_id
             with self._failures("read the run"), self._database.connect() as connection:
                 row = connection.execute(select(runs).where(runs.c.run_id == run_id)).one()
+        status = self._store.run_history.status(row)
         start = float(row.started_at)
-        end = max(start, now if row.finished_at is None else float(row.finished_at))
-        scan = self._scan(row.run_id, start, end, buckets)
+        if row.finished_at is not None:
+            end = float(row.finished_at)
+        else:  # an interrupted run ended, unrecorded, after its owner's last sign of life
+            end = now if status == "running" else float(row.heartbeat_at)
+        scan = self._scan(row.run_id, start, max(start, end), buckets)
         counts: dict[str, int] = {}
         for group in scan.groups:
             counts[group.status] = counts.get(group.status, 0) + group.count
-        return stored_run(row, self._store.run_history.status(row), counts, self._tags(row.run_id)), scan
+        return stored_run(row, status, counts, self._tags(row.run_id)), scan
 
     def _tags(self, run_id: str) -> Tags:
         query = select(run_tags.c.key, run_tags.c.value).where(run_tags.c.run_id == run_id).order_by(run_tags.c.key)

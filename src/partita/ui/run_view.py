@@ -92,7 +92,9 @@ class RunPage:
             failures=tuple(failures),
             failed_total=failed_total,
             retried=tuple(retried),
-            timeline=draw_timeline(assets, digest.timeline(run.run_id, scan, max_bars=MAX_BARS)),
+            timeline=draw_timeline(
+                assets, digest.timeline(run.run_id, scan, max_bars=MAX_BARS), interrupted=status == "interrupted"
+            ),
         )
 
     @property

@@ -11,6 +11,7 @@ rectangles.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Sequence
@@ -202,8 +203,22 @@ def _draw_buckets(
     return lanes, rects
 
 
-def draw_timeline(assets: Sequence[str], rows: TimelineRows) -> Timeline:
-    """The timeline of ``assets`` (lanes in this order) from what the store returned."""
+def _interrupted(rows: TimelineRows) -> TimelineRows:
+    def status(value: str) -> str:
+        return "interrupted" if value == "running" else value
+
+    bars = None if rows.bars is None else tuple(bar._replace(status=status(bar.status)) for bar in rows.bars)
+    buckets = tuple(bucket._replace(status=status(bucket.status)) for bucket in rows.buckets)
+    return dataclasses.replace(rows, bars=bars, buckets=buckets)
+
+
+def draw_timeline(assets: Sequence[str], rows: TimelineRows, *, interrupted: bool = False) -> Timeline:
+    """The timeline of ``assets`` (lanes in this order) from what the store returned.
+
+    ``interrupted``: the run's owner is gone, so attempts stored as running are drawn interrupted, as history reads them.
+    """
+    if interrupted:
+        rows = _interrupted(rows)
     scale = _Scale(rows.start, rows.end)
     if rows.bars is not None:
         lanes, rects = _draw_bars(assets, rows.bars, scale, rows.end)
