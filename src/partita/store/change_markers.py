@@ -52,7 +52,8 @@ class RunProgress(NamedTuple):
 
     @property
     def terminal(self) -> bool:
-        return self.status not in ("running",)
+        """Whether the run's end is stored: its attempts can no longer change (``interrupted`` is only derived)."""
+        return self.status in ("success", "failed", "cancelled")
 
 
 class MarkerReader:
