@@ -188,3 +188,29 @@ def test_run_fragments_and_pages_accept_a_unique_id_prefix(store_url, client: Te
     result = run_days(store_url, "2026-08-01", "2026-08-01")
     response = client.get(path.format(id=result.run_id[:10]))
     assert response.status_code == 200 and result.run_id in response.text
+
+
+def test_a_running_run_page_shows_its_end_as_soon_as_it_is_stored(store_url, client, tmp_path, monkeypatch) -> None:
+    import threading
+
+    from .runs_seed import wait_until
+
+    hold = tmp_path / "hold"
+    hold.touch()
+    monkeypatch.setenv("PARTITA_TEST_HOLD", str(hold))
+    flow = entry_flow().with_store(store_url, record_partition_keys=True)
+    worker = threading.Thread(target=lambda: flow.run(flow.plan_from_text({"partition_keys": ["2026-08-01"]})))
+    worker.start()
+    store = open_store(store_url)
+    try:
+        run = wait_until(lambda: store.list_runs(limit=1, status="running"), what="the held run")[0]
+        assert '<span class="status status-running">running</span>' in client.get(f"/runs/{run.run_id}/summary").text
+        hold.unlink()
+        worker.join(timeout=20)
+        assert store.get_run(run.run_id).status == "success"
+        # Read again at once: a page kept for other viewers of a running run is not shown once its status moved.
+        assert '<span class="status status-success">success</span>' in client.get(f"/runs/{run.run_id}/summary").text
+    finally:
+        hold.unlink(missing_ok=True)
+        worker.join(timeout=30)
+        store.close()

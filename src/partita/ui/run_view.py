@@ -26,7 +26,7 @@ from partita.store.trigger_requests import TriggerRequest
 from partita.store.triggers import TriggerLaunch, TriggerStore
 from partita.ui.timeline_svg import BUCKETS, MAX_BARS, Timeline, draw_timeline
 
-__all__ = ["LOG_TAIL", "MAX_LISTED", "FinishedRunPages", "RunPage", "TaskRow", "log_lines_after", "log_tail"]
+__all__ = ["LOG_TAIL", "MAX_LISTED", "RunPages", "RunPage", "TaskRow", "log_lines_after", "log_tail"]
 
 #: Failed attempts (and, apart, retried ones) listed on a run's page.
 MAX_LISTED = 50
@@ -34,8 +34,10 @@ MAX_LISTED = 50
 LOG_TAIL = 200
 #: Log lines one live update appends at most (a burst is caught up in several).
 LOG_BATCH = 500
-#: Pages of finished runs kept in memory.
-FINISHED_PAGES = 32
+#: Run pages kept in memory.
+KEPT_PAGES = 32
+#: The longest a running run's page is shown again without reading the store.
+MAX_REUSE_SECONDS = 0.8
 #: Run statuses that are stored, and final: such a run's rows never change again.
 _FINAL = frozenset({"success", "failed", "cancelled"})
 
@@ -105,17 +107,28 @@ class RunPage:
         return self.request.partition_key or None
 
 
-class FinishedRunPages:
-    """The pages of the last `FINISHED_PAGES` finished runs a server showed, read again only when not kept.
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    page: RunPage
+    #: When it was read (monotonic seconds), and what reading it cost.
+    read_at: float
+    cost: float
+
+
+class RunPages:
+    """The pages of the last `KEPT_PAGES` runs a server showed, read again only when they may have changed.
 
     A finished run's attempts were written with its end and never change,
     so its page is read from the store once: viewing a run of 100,000
-    attempts again costs nothing. A run still running (or interrupted,
-    which only its owner's liveness decides) is read every time.
+    attempts again costs nothing. A running run's page is shared by every
+    page that asks within twice what reading it cost (at most
+    `MAX_REUSE_SECONDS`), unless its status changed meanwhile: live pages of
+    a large run are redrawn about once a second whatever their number, and
+    its end is never shown late.
     """
 
-    def __init__(self, size: int = FINISHED_PAGES) -> None:
-        self._pages: OrderedDict[str, RunPage] = OrderedDict()
+    def __init__(self, size: int = KEPT_PAGES) -> None:
+        self._pages: OrderedDict[str, _Kept] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
@@ -124,15 +137,26 @@ class FinishedRunPages:
             kept = self._pages.get(run_id)
             if kept is not None:
                 self._pages.move_to_end(run_id)
-                return kept
+        if kept is not None and self._still_good(store, kept):
+            return kept.page
+        began = time.monotonic()
         page = RunPage.read(store, run_id)
-        if page.run.status in _FINAL:
-            with self._lock:
-                for name in {run_id, page.run.run_id}:  # a prefix finds it again too
-                    self._pages[name] = page
-                while len(self._pages) > self._size:
-                    self._pages.popitem(last=False)
+        fresh = _Kept(page, began, time.monotonic() - began)
+        with self._lock:
+            for name in {run_id, page.run.run_id}:  # a prefix finds it again too
+                self._pages[name] = fresh
+            while len(self._pages) > self._size:
+                self._pages.popitem(last=False)
         return page
+
+    @staticmethod
+    def _still_good(store: SqlStore, kept: _Kept) -> bool:
+        status = kept.page.run.status
+        if status in _FINAL:
+            return True
+        if time.monotonic() - kept.read_at >= min(MAX_REUSE_SECONDS, 2 * kept.cost):
+            return False
+        return store.run_history.run_status(kept.page.run.run_id) == status
 
 
 def _task_rows(digest: RunDigest, plan: dict[str, Any], status: str, groups: list[AttemptGroup]) -> list[TaskRow]:

@@ -20,7 +20,7 @@ from partita.documents.runs import run_summary
 from partita.store.protocol import RunFilter
 from partita.ui.api.runs import MAX_RUNS, RunStatus, run_filter
 from partita.ui.context import UiContext, ui_context
-from partita.ui.run_view import LOG_BATCH, FinishedRunPages, RunPage, log_lines_after, log_tail
+from partita.ui.run_view import LOG_BATCH, RunPage, RunPages, log_lines_after, log_tail
 from partita.ui.security import require_reader
 from partita.ui.templating import render
 
@@ -110,11 +110,11 @@ def runs_table(
 
 
 def _run_page(request: Request, context: UiContext, run_id: str) -> RunPage:
-    """The run's page, kept per server once the run finished (`FinishedRunPages`)."""
+    """The run's page, kept per server while it cannot have changed (`RunPages`)."""
     state = request.app.state
-    pages = getattr(state, "finished_run_pages", None)
+    pages = getattr(state, "run_pages", None)
     if pages is None:
-        pages = state.finished_run_pages = FinishedRunPages()
+        pages = state.run_pages = RunPages()
     return pages.read(context.store, run_id)
 
 
