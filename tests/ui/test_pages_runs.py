@@ -214,3 +214,22 @@ def test_a_running_run_page_shows_its_end_as_soon_as_it_is_stored(store_url, cli
         hold.unlink(missing_ok=True)
         worker.join(timeout=30)
         store.close()
+
+
+def test_a_consumer_run_page_names_its_trigger_request_and_consumer_key(store_url, client) -> None:
+    from partita.automation.daemon import TriggerDaemon
+    from partita.entry import load_trigger_flows
+
+    from .support import ENTRY
+
+    run_days(store_url, "2026-08-01", "2026-08-01")
+    store = open_store(store_url)
+    try:
+        TriggerDaemon(load_trigger_flows(ENTRY), store, listen=False).run_once()
+        consumer = store.list_runs(limit=1)[0]
+    finally:
+        store.close()
+    page = _main(client.get(f"/runs/{consumer.run_id}").text)
+    assert "launched by</dt><dd>trigger · flow <strong>archiving</strong>" in page
+    request = page.split("<dt>trigger request</dt>", 1)[1].split("</dd>", 1)[0]
+    assert "of flow archiving" in request and '<span class="key">2026-08-01</span>' in request and "try 1" in request
