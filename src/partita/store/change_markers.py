@@ -6,9 +6,8 @@ newest run start and how many runs started near it (the started-at index),
 the running runs with their status as history shows it (the status index:
 an owner that died turns ``running`` into ``interrupted`` without a write),
 one run's attempt progress (its range of the attempts' primary key), and the
-newest log line id (the primary key; per run, only lines after the newest
-one already seen). Writers in any process change them; nothing is kept in
-memory between reads here.
+number of one run's newest log line (a seek of the log rows' key). Writers
+in any process change them; nothing is kept in memory between reads here.
 """
 
 from __future__ import annotations
@@ -110,19 +109,15 @@ class MarkerReader:
             self._status(row), int(counted[0]), int(counted[1]), int(counted[2] or 0), counted[3], counted[4]
         )
 
-    def newest_log_id(self) -> int:
-        return int(self._connection.execute(select(func.max(attempt_logs.c.id))).scalar() or 0)
+    def newest_run_log_id(self, run_id: str) -> int:
+        """The number of the run's newest log line (0: none yet), one seek of the log rows' key (run, number).
 
-    def newest_run_log_id(self, run_id: str, after: int) -> int:
-        """The run's newest log line id, or ``after`` when it has none after that one.
-
-        One run's lines are written by one journal, transaction after
-        transaction, so its ids grow in commit order: only lines past
-        ``after`` need looking at.
+        The run's one journal numbers its lines in write order, so a larger
+        number is a newer line.
         """
         logs = attempt_logs.c
-        query = select(func.max(logs.id)).where(logs.run_id == run_id, logs.id > after)
-        return int(self._connection.execute(query).scalar() or after)
+        query = select(func.max(logs.id)).where(logs.run_id == run_id)
+        return int(self._connection.execute(query).scalar() or 0)
 
 
 class ChangeMarkers:

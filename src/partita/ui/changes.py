@@ -95,7 +95,6 @@ class _Seen:
     progress: dict[str, RunProgress | None] = field(default_factory=dict)
     #: When each watched run's progress is next read (monotonic seconds).
     progress_due: dict[str, float] = field(default_factory=dict)
-    logs: int = -1
     run_logs: dict[str, int] = field(default_factory=dict)
 
 
@@ -273,17 +272,16 @@ class ChangeFeed:
 
     def _read_logs(self, reader: MarkerReader, run_ids: list[str], changed: _Changes) -> None:
         seen = self._seen
-        newest = reader.newest_log_id()
-        grew = newest != seen.logs
-        seen.logs = newest
         for run_id in run_ids:
             known = seen.run_logs.get(run_id)
-            # Lines commit with or before their attempts: a run whose progress changed is looked at too.
-            if known is None or grew or run_id in changed.run_ids:
-                value = reader.newest_run_log_id(run_id, known or 0)
-                if value != known:
-                    changed.log_runs.add(run_id)
-                seen.run_logs[run_id] = value
+            progress = seen.progress.get(run_id)
+            # A run whose end is stored wrote its last lines with it (or before): read once more, then never.
+            if known is not None and progress is not None and progress.terminal and run_id not in changed.run_ids:
+                continue
+            value = reader.newest_run_log_id(run_id)
+            if value != known:
+                changed.log_runs.add(run_id)
+            seen.run_logs[run_id] = value
         for run_id in [run_id for run_id in seen.run_logs if run_id not in run_ids]:
             del seen.run_logs[run_id]
 
