@@ -82,8 +82,15 @@ def _chromium() -> WebDriver:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in (
-        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
         "--window-size=1280,900",
     ):
         options.add_argument(flag)
@@ -131,10 +138,6 @@ def browser(_browser_session: WebDriver, request: pytest.FixtureRequest) -> Iter
 def browser_errors(driver: WebDriver) -> list[str]:
     """Console errors the page logged (a CSP violation shows up here)."""
     return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-
-
-
-
 
 
 DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images" / "ui"

@@ -46,8 +46,9 @@ class Message:
 class StreamReader:
     """Reads ``/api/v1/stream`` in a thread; messages wait in a queue for `next`."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
         self.url = url
+        self._headers = headers or {}
         self.messages: queue.Queue[Message] = queue.Queue()
         self.comments: list[str] = []
         self.status: int | None = None
@@ -62,7 +63,7 @@ class StreamReader:
     def _read(self) -> None:
         event, data = "message", ""
         try:
-            with self._client.stream("GET", self.url) as response:
+            with self._client.stream("GET", self.url, headers=self._headers) as response:
                 self._response = response
                 self.status = response.status_code
                 for line in response.iter_lines():
@@ -79,6 +80,10 @@ class StreamReader:
             pass
         finally:
             self.ended.set()
+
+    @classmethod
+    def with_headers(cls, url: str, headers: dict[str, str]) -> StreamReader:
+        return cls(url, headers)
 
     def next(self, event: str, where: Callable[[Message], bool] = lambda _: True, timeout: float = 10.0) -> Message:
         """The next message named ``event`` that ``where`` accepts; messages of other names stay for their own `next`."""

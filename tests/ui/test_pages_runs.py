@@ -89,7 +89,7 @@ def test_a_failed_run_page_shows_tasks_error_traceback_invocations_timeline_and_
     assert svg.count('class="tl-bar tl-success"') == 4 and svg.count('class="tl-bar tl-failed"') == 1
     assert "exports 2026-08-02 (attempt 1): failed" in svg  # the bar's text, for readers without colour
     assert page.count("reading the export") == 3
-    assert f'sse-connect="/api/v1/stream?run_id={result.run_id}"' in page
+    assert f'sse-connect="/api/v1/stream?run_id={result.run_id}&amp;initial=run,logs"' in page
 
 
 def test_a_run_that_did_not_record_keys_shows_none(store_url, client, failing_days) -> None:
@@ -150,7 +150,7 @@ def test_the_events_page_filters_by_asset_and_key_newest_first(store_url, client
     assert ids == sorted(ids, reverse=True) and len(ids) == 4
     exports = client.get("/events", params={"asset": "exports"}).text
     assert exports.count("<td>exports</td>") == 2 and "<td>daily_total</td>" not in exports
-    assert 'sse-connect="/api/v1/stream?asset=exports"' in exports
+    assert 'sse-connect="/api/v1/stream?asset=exports&amp;initial=events"' in exports
     one = client.get("/events", params={"asset": "exports", "partition_key": "2026-08-02"}).text
     assert one.count("<td>exports</td>") == 1 and "2026-08-01" not in _main(one).split("<tbody>", 1)[1]
     alone = client.get("/events", params={"partition_key": "2026-08-02"}, headers=HTML)

@@ -62,9 +62,9 @@ def test_an_event_emitted_by_another_process_reaches_the_stream_within_a_second(
 ) -> None:
     run_days(store_url, "2026-08-01", "2026-08-02")
     server = live_server()
-    every = reader_of(f"{server.url}/api/v1/stream")
-    of_totals = reader_of(f"{server.url}/api/v1/stream?asset=daily_total")
-    every.next("runs")  # on connecting, each message once: the current state
+    every = reader_of(f"{server.url}/api/v1/stream?initial=runs,events")
+    of_totals = reader_of(f"{server.url}/api/v1/stream?asset=daily_total&initial=events")
+    every.next("runs")  # on connecting, each message asked for: the current state
     first = every.next("events")
     assert of_totals.next("events").data != "0"
     receipt = _emit(store_url, "exports", "2026-08-09")
@@ -80,8 +80,8 @@ def test_an_event_published_by_another_thread_arrives_within_a_second_and_only_f
     from partita.events.external import publish_event
 
     server = live_server()
-    of_exports = reader_of(f"{server.url}/api/v1/stream?asset=exports")
-    of_totals = reader_of(f"{server.url}/api/v1/stream?asset=daily_total")
+    of_exports = reader_of(f"{server.url}/api/v1/stream?asset=exports&initial=events")
+    of_totals = reader_of(f"{server.url}/api/v1/stream?asset=daily_total&initial=events")
     assert of_exports.next("events").data == "0"
     assert of_totals.next("events").data == "0"
     store = open_store(store_url)  # its own pool: the server learns of the event through the database only
@@ -103,7 +103,7 @@ def test_a_run_in_another_thread_sends_run_runs_and_logs_messages_within_a_secon
     hold.touch()
     monkeypatch.setenv("PARTITA_TEST_HOLD", str(hold))
     server = live_server()
-    every = reader_of(f"{server.url}/api/v1/stream")
+    every = reader_of(f"{server.url}/api/v1/stream?initial=runs")
     every.next("runs")
     flow = entry_flow().with_store(store_url, record_partition_keys=True)
     config = {"partition_range": ("2026-08-01", "2026-08-02"), "max_concurrency": 1}
@@ -115,7 +115,7 @@ def test_a_run_in_another_thread_sends_run_runs_and_logs_messages_within_a_secon
         run = wait_until(lambda: store.list_runs(limit=1, where=RunFilter()), what="the run's row")[0]
         assert started.at - run.header.started_at.timestamp() < 1.0
         wait_until(lambda: store.attempt_logs(run.run_id), what="the first log line")
-        one = reader_of(f"{server.url}/api/v1/stream?run_id={run.run_id}")
+        one = reader_of(f"{server.url}/api/v1/stream?run_id={run.run_id}&initial=run,logs")
         assert one.next("run").data == "running"
         first_logs = int(one.next("logs").data)
         released = time.time()
@@ -137,7 +137,7 @@ def test_a_run_in_another_thread_sends_run_runs_and_logs_messages_within_a_secon
 
 def test_a_client_that_goes_away_is_unsubscribed_and_one_poller_serves_all(store_url, live_server, reader_of) -> None:
     server = live_server()
-    readers = [reader_of(f"{server.url}/api/v1/stream") for _ in range(3)]
+    readers = [reader_of(f"{server.url}/api/v1/stream?initial=runs") for _ in range(3)]
     for reader in readers:
         reader.next("runs")
     feed = server.app.state.changes
@@ -150,7 +150,7 @@ def test_a_client_that_goes_away_is_unsubscribed_and_one_poller_serves_all(store
 
 def test_stopping_the_server_ends_open_streams_at_once(store_url, live_server, reader_of) -> None:
     server = live_server()
-    readers = [reader_of(f"{server.url}/api/v1/stream") for _ in range(2)]
+    readers = [reader_of(f"{server.url}/api/v1/stream?initial=runs") for _ in range(2)]
     for reader in readers:
         reader.next("runs")
     began = time.monotonic()
@@ -183,7 +183,7 @@ def test_an_idle_stream_sends_keep_alive_comments_and_ends_when_closed() -> None
             await asyncio.wait_for(messages.__anext__(), 2)
         return seen
 
-    assert asyncio.run(scenario()) == ["retry: 2000\n\n", ": keep-alive\n\n", "event: events\ndata: 7\n\n"]
+    assert asyncio.run(scenario()) == ["retry: 2000\n\n", ": keep-alive\n\n", "event: events\nid: 0\ndata: 7\n\n"]
 
 
 def test_a_slow_client_holds_only_the_newest_message_of_each_kind() -> None:
@@ -192,7 +192,8 @@ def test_a_slow_client_holds_only_the_newest_message_of_each_kind() -> None:
         for number in range(1000):
             subscription.offer(MessageKind.EVENTS, str(number))
             subscription.offer(MessageKind.RUNS, str(number))
-        return [(str(kind), data) for kind, data in subscription.take()]
+        messages, _ = subscription.take()
+        return [(str(kind), data) for kind, data in messages]
 
     assert asyncio.run(scenario()) == [("runs", "999"), ("events", "999")]
 
@@ -205,7 +206,7 @@ def test_a_store_failure_pauses_live_updates_and_they_resume_on_the_open_streams
     from partita.store.change_markers import ChangeMarkers
 
     server = live_server()
-    reader = reader_of(f"{server.url}/api/v1/stream")
+    reader = reader_of(f"{server.url}/api/v1/stream?initial=events")
     reader.next("events")
     failures = {"left": 3}
     reading = ChangeMarkers.reading
@@ -244,7 +245,7 @@ def test_a_run_whose_process_is_killed_is_shown_interrupted_within_a_second(
     try:
         run = wait_until(lambda: store.list_runs(limit=1, status="running"), timeout=30, what="the run started")[0]
         server = live_server()
-        one = reader_of(f"{server.url}/api/v1/stream?run_id={run.run_id}")
+        one = reader_of(f"{server.url}/api/v1/stream?run_id={run.run_id}&initial=run,runs")
         assert one.next("run").data == "running"
         one.next("runs")
         process.kill()  # SIGKILL: the run's owner writes nothing more
@@ -280,7 +281,7 @@ def test_partita_ui_stops_at_once_on_sigint_with_pages_streaming(store_url, read
         text=True,
     )
     try:
-        url = f"http://127.0.0.1:{port}/api/v1/stream"
+        url = f"http://127.0.0.1:{port}/api/v1/stream?initial=runs"
 
         def listening() -> bool:
             try:
@@ -303,3 +304,22 @@ def test_partita_ui_stops_at_once_on_sigint_with_pages_streaming(store_url, read
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_a_client_hears_only_of_changes_unless_it_asks_for_the_current_state(store_url, live_server, reader_of) -> None:
+    run_days(store_url, "2026-08-01", "2026-08-01")
+    server = live_server()
+    quiet = reader_of(f"{server.url}/api/v1/stream")
+    asking = reader_of(f"{server.url}/api/v1/stream?initial=events")
+    assert asking.next("events").data == "2"
+    wait_until(lambda: server.app.state.changes.subscriber_count == 2, what="both subscribed")
+    assert not quiet.drain(settle=0.6), "nothing changed, so nothing is said"
+    reconnecting = StreamReader.with_headers(f"{server.url}/api/v1/stream", {"Last-Event-ID": "17"})
+    try:
+        assert {reconnecting.next(kind).data for kind in ("runs", "events")} == {"0", "2"}
+    finally:
+        reconnecting.close()
+
+
+def test_initial_names_only_the_stream_s_messages(client) -> None:
+    assert client.get("/api/v1/stream", params={"initial": "runs,gossip"}).status_code == 422

@@ -16,7 +16,7 @@ days = DatePartitionDef(start="2026-08-01")
 HOSTILE_KEYS = (
     "<script>document.title='owned';window.partitaOwned=1</script>",
     '"onmouseover="document.title=\'owned\'" x="',
-    "<img src=x onerror=\"window.partitaOwned=1\">",
+    '<img src=x onerror="window.partitaOwned=1">',
 )
 
 

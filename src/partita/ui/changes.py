@@ -56,24 +56,32 @@ class Subscription:
     run_id: str | None
     asset: str | None
     loop: asyncio.AbstractEventLoop
+    #: Messages sent with their current value on the first read, whether or not anything changed.
+    initial: frozenset[MessageKind] = frozenset()
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     closed: bool = False
-    #: Not yet told the current state (the poller sends it on its next read).
+    #: Not read for yet (the poller's next read sends the ``initial`` messages).
     fresh: bool = True
     _pending: dict[MessageKind, str] = field(default_factory=dict)
+    _sequence: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def offer(self, kind: MessageKind, data: str) -> None:
-        """Keep ``data`` as the newest message of its kind and wake the client (from any thread)."""
+    def offer(self, kind: MessageKind, data: str, sequence: int = 0) -> None:
+        """Keep ``data`` as the newest message of its kind and wake the client (from any thread).
+
+        ``sequence`` numbers the poller's reads: the client's ``Last-Event-ID``.
+        """
         with self._lock:
             self._pending[kind] = data
+            self._sequence = max(self._sequence, sequence)
         self._wake()
 
-    def take(self) -> list[tuple[MessageKind, str]]:
-        """The waiting messages, in `MessageKind` order; the client's loop calls it after ``ready``."""
+    def take(self) -> tuple[list[tuple[MessageKind, str]], int]:
+        """The waiting messages, in `MessageKind` order, and the newest read's number; called after ``ready``."""
         with self._lock:
             pending, self._pending = self._pending, {}
-        return [(kind, pending[kind]) for kind in MessageKind if kind in pending]
+            sequence = self._sequence
+        return [(kind, pending[kind]) for kind in MessageKind if kind in pending], sequence
 
     def close(self) -> None:
         self.closed = True
@@ -115,6 +123,7 @@ class ChangeFeed:
         # A pipe that interrupts the PostgreSQL listener's wait; made when a listener starts.
         self._interrupt: tuple[int, int] | None = None
         self._seen = _Seen()
+        self._sequence = 0
         self._failing = False
 
     @property
@@ -122,9 +131,11 @@ class ChangeFeed:
         with self._lock:
             return len(self._subscriptions)
 
-    def subscribe(self, *, run_id: str | None = None, asset: str | None = None) -> Subscription:
+    def subscribe(
+        self, *, run_id: str | None = None, asset: str | None = None, initial: frozenset[MessageKind] = frozenset()
+    ) -> Subscription:
         """A new subscription, called on the client's event loop; closed at once when the feed is."""
-        subscription = Subscription(run_id, asset, asyncio.get_running_loop())
+        subscription = Subscription(run_id, asset, asyncio.get_running_loop(), initial)
         with self._lock:
             if self._closed:
                 subscription.close()
@@ -197,6 +208,7 @@ class ChangeFeed:
             with self._lock:
                 subscriptions = list(self._subscriptions)
             if self._closed or not subscriptions:
+                self._seen = _Seen()  # nobody watched meanwhile: the next read is a new baseline, not news
                 continue
             try:
                 self._read_and_tell(subscriptions)
@@ -221,6 +233,7 @@ class ChangeFeed:
             self._read_runs(reader, changed)
             self._read_run_progress(reader, run_ids, {s.run_id for s in fresh if s.run_id}, changed)
             self._read_logs(reader, run_ids, changed)
+        self._sequence += 1
         for subscription in subscriptions:
             self._tell(subscription, changed)
             subscription.fresh = False
@@ -228,13 +241,13 @@ class ChangeFeed:
     def _read_events(self, reader: MarkerReader, assets: list[str], hinted: bool, changed: _Changes) -> None:
         seen = self._seen
         newest = reader.newest_event_id()
-        changed.events = hinted or newest != seen.events
+        changed.events = seen.events >= 0 and (hinted or newest != seen.events)  # a first read is a baseline
         seen.events = newest
         unread = [asset for asset in assets if asset not in seen.asset_events]
         if changed.events or unread:
             # A notification names no asset here: it forces the message of all events, never an asset's.
             for asset, value in reader.newest_event_ids(assets if changed.events else unread).items():
-                if seen.asset_events.get(asset) != value:
+                if asset in seen.asset_events and seen.asset_events[asset] != value:
                     changed.assets.add(asset)
                 seen.asset_events[asset] = value
         for asset in [asset for asset in seen.asset_events if asset not in assets]:
@@ -243,7 +256,7 @@ class ChangeFeed:
     def _read_runs(self, reader: MarkerReader, changed: _Changes) -> None:
         seen = self._seen
         marker = reader.runs()
-        if marker != seen.runs:
+        if seen.runs is not None and marker != seen.runs:
             seen.runs_generation += 1
             changed.runs = True
         seen.runs = marker
@@ -263,7 +276,7 @@ class ChangeFeed:
             # Four times what the read cost, within the second pages are promised: a run of
             # 100,000 attempts is not counted five times a second for as long as it runs.
             due[run_id] = began + min(max(self._interval, 4 * (time.monotonic() - began)), _SLOWEST_PROGRESS)
-            if run_id not in seen or progress != before:
+            if run_id in seen and progress != before:
                 changed.run_ids.add(run_id)
             seen[run_id] = progress
         for run_id in [run_id for run_id in seen if run_id not in run_ids]:
@@ -279,30 +292,35 @@ class ChangeFeed:
             if known is not None and progress is not None and progress.terminal and run_id not in changed.run_ids:
                 continue
             value = reader.newest_run_log_id(run_id)
-            if value != known:
+            if known is not None and value != known:
                 changed.log_runs.add(run_id)
             seen.run_logs[run_id] = value
         for run_id in [run_id for run_id in seen.run_logs if run_id not in run_ids]:
             del seen.run_logs[run_id]
 
     def _tell(self, subscription: Subscription, changed: _Changes) -> None:
-        seen, fresh = self._seen, subscription.fresh
-        if fresh or changed.runs:
-            subscription.offer(MessageKind.RUNS, str(seen.runs_generation))
+        seen, sequence = self._seen, self._sequence
+        initial = subscription.initial if subscription.fresh else frozenset()
+
+        def offer(kind: MessageKind, data: str) -> None:
+            subscription.offer(kind, data, sequence)
+
+        if MessageKind.RUNS in initial or changed.runs:
+            offer(MessageKind.RUNS, str(seen.runs_generation))
         asset = subscription.asset
         if asset is None:
-            if fresh or changed.events:
-                subscription.offer(MessageKind.EVENTS, str(seen.events))
-        elif fresh or asset in changed.assets:
-            subscription.offer(MessageKind.EVENTS, str(seen.asset_events.get(asset, 0)))
+            if MessageKind.EVENTS in initial or changed.events:
+                offer(MessageKind.EVENTS, str(seen.events))
+        elif MessageKind.EVENTS in initial or asset in changed.assets:
+            offer(MessageKind.EVENTS, str(seen.asset_events.get(asset, 0)))
         run_id = subscription.run_id
         if run_id is None:
             return
         progress = seen.progress.get(run_id)
-        if progress is not None and (fresh or run_id in changed.run_ids):
-            subscription.offer(MessageKind.RUN, progress.status)
-        if progress is not None and (fresh or run_id in changed.log_runs):
-            subscription.offer(MessageKind.LOGS, str(seen.run_logs.get(run_id, 0)))
+        if progress is not None and (MessageKind.RUN in initial or run_id in changed.run_ids):
+            offer(MessageKind.RUN, progress.status)
+        if progress is not None and (MessageKind.LOGS in initial or run_id in changed.log_runs):
+            offer(MessageKind.LOGS, str(seen.run_logs.get(run_id, 0)))
 
 
 @dataclass
@@ -317,9 +335,11 @@ class _Changes:
 
 
 @contextlib.contextmanager
-def subscribed(feed: ChangeFeed, *, run_id: str | None, asset: str | None) -> Iterator[Subscription]:
+def subscribed(
+    feed: ChangeFeed, *, run_id: str | None, asset: str | None, initial: frozenset[MessageKind] = frozenset()
+) -> Iterator[Subscription]:
     """A subscription for the length of a ``with`` block (a client's stream)."""
-    subscription = feed.subscribe(run_id=run_id, asset=asset)
+    subscription = feed.subscribe(run_id=run_id, asset=asset, initial=initial)
     try:
         yield subscription
     finally:

@@ -50,7 +50,9 @@ def _catalog(context: UiContext) -> list[dict[str, Any]]:
         for definition in flow.closure():
             if definition.name not in seen:
                 seen.add(definition.name)
-                described.append({**describe_asset(definition), "target": definition.name in flow.targets, "flow": flow.name})
+                described.append(
+                    {**describe_asset(definition), "target": definition.name in flow.targets, "flow": flow.name}
+                )
     return described
 
 
@@ -90,9 +92,7 @@ def _grid_context(asset: AssetRef, window: Window, status: PartitionStates | Non
     }
 
 
-def _read_grid(
-    context: UiContext, asset: AssetRef, start: str | None, end: str | None
-) -> tuple[dict[str, Any], int]:
+def _read_grid(context: UiContext, asset: AssetRef, start: str | None, end: str | None) -> tuple[dict[str, Any], int]:
     """The grid's context and the HTTP status: a window the definition refuses is a 400 naming the field."""
     window = Window()
     try:
@@ -104,7 +104,9 @@ def _read_grid(
 
 
 @router.get("/assets/{name}")
-def asset_page(request: Request, name: str, context: Context, start: WindowBound = None, end: WindowBound = None) -> Response:
+def asset_page(
+    request: Request, name: str, context: Context, start: WindowBound = None, end: WindowBound = None
+) -> Response:
     asset = find_asset(context, name)
     page, code = _read_grid(context, asset, start, end)
     page["described"] = describe_asset(asset.definition)
@@ -114,7 +116,9 @@ def asset_page(request: Request, name: str, context: Context, start: WindowBound
 
 
 @router.get("/assets/{name}/grid")
-def asset_grid(request: Request, name: str, context: Context, start: WindowBound = None, end: WindowBound = None) -> Response:
+def asset_grid(
+    request: Request, name: str, context: Context, start: WindowBound = None, end: WindowBound = None
+) -> Response:
     """The grid alone: what the asset page swaps in when one of the asset's events arrives."""
     asset = find_asset(context, name)
     page, code = _read_grid(context, asset, start, end)
@@ -128,7 +132,9 @@ def key_page(
     key: str,
     context: Context,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Attempts and events per page.")] = 50,
-    before: Annotated[float | None, Query(description="Attempts that finished before this time (POSIX seconds).")] = None,
+    before: Annotated[
+        float | None, Query(description="Attempts that finished before this time (POSIX seconds).")
+    ] = None,
     since: Annotated[int | None, Query(ge=0, description="Events after this event id.")] = None,
 ) -> Response:
     asset = find_asset(context, name)

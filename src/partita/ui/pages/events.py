@@ -91,7 +91,10 @@ def events_page(
     context: Annotated[UiContext, Depends(ui_context)],
     query: Annotated[EventsQuery, Depends(events_query)],
 ) -> Response:
-    stream = "/api/v1/stream" + ("?" + urlencode({"asset": query.asset}) if query.asset else "")
+    # initial: the feed's current state at once, for what changed between this rendering and the connection.
+    stream = "/api/v1/stream?" + urlencode(
+        {"asset": query.asset, "initial": "events"} if query.asset else {"initial": "events"}
+    )
     page = {
         **_feed(context, query),
         "assets": _asset_names(context),
