@@ -68,7 +68,9 @@ def assets_page(request: Request, context: Context) -> Response:
     return render(request, "assets.html", {"assets": catalog, "lineage": draw_lineage(lineage, targets)})
 
 
-def _grid_context(asset: AssetRef, window: Window, status: PartitionStates | None, problem: str | None) -> dict[str, Any]:
+def _grid_context(
+    asset: AssetRef, window: Window, status: PartitionStates | None, problem: str | None
+) -> dict[str, Any]:
     grid: GridView | None = None
     first = last = None
     if status is not None:

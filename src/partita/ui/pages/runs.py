@@ -27,7 +27,6 @@ from partita.ui.templating import render
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_reader)])
 
 _STATUSES = ("running", "interrupted", "success", "failed", "cancelled")
-_FILTERS_LAUNCH = "launched_by" in {field.name for field in dataclasses.fields(RunFilter)}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -38,7 +37,8 @@ class _RunsQuery:
     status: RunStatus | None
     launched_by: LaunchKind | None
     limit: int
-    before: float | None
+    #: The last run of the previous page (a run id): this page lists the runs after it.
+    before: str | None
     tags: tuple[str, ...]
 
     def params(self, **changed: Any) -> str:
@@ -60,12 +60,14 @@ def runs_query(
     status: RunStatus | None = None,
     launched_by: Annotated[LaunchKind | None, Query(description="How the runs were launched.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_RUNS)] = 50,
-    before: Annotated[float | None, Query(ge=0, description="Only runs started before this POSIX time.")] = None,
+    before: Annotated[
+        str | None, Query(min_length=1, max_length=64, description="The last run of the previous page (a run id).")
+    ] = None,
     tag: Annotated[list[str] | None, Query()] = None,
 ) -> _RunsQuery:
-    where = dataclasses.replace(where, before=before)
-    if launched_by is not None and _FILTERS_LAUNCH:
-        where = dataclasses.replace(where, launched_by=launched_by.value)  # type: ignore[call-arg]
+    where = dataclasses.replace(
+        where, launched_by=None if launched_by is None else launched_by.value, before_run_id=before
+    )
     return _RunsQuery(where, status, launched_by, limit, before, tuple(tag or ()))
 
 
@@ -74,7 +76,7 @@ def _runs_context(context: UiContext, query: _RunsQuery) -> dict[str, Any]:
     shown = found[: query.limit]
     older = None
     if len(found) > query.limit:
-        older = "/runs?" + query.params(before=shown[-1].header.started_at.timestamp())
+        older = "/runs?" + query.params(before=shown[-1].run_id)
     return {
         "runs": [run_summary(run) for run in shown],
         "query": query,
