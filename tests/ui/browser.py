@@ -82,15 +82,8 @@ def _chromium() -> WebDriver:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--window-size=1280,900",
     ):
         options.add_argument(flag)
@@ -115,10 +108,6 @@ def browser(_browser_session: WebDriver, request: pytest.FixtureRequest) -> Iter
     still runs), so nothing the last page logs leaks into the next test.
     """
     driver = _browser_session
-    # The previous test's page may still hold an event stream to its stopped server:
-    # leave it, and drop what it logged, so each test sees only its own pages' errors.
-    driver.get("about:blank")
-    driver.get_log("browser")
     driver.delete_all_cookies()
     driver.get_log("browser")  # drain what earlier pages logged
     yield driver
@@ -138,6 +127,10 @@ def browser(_browser_session: WebDriver, request: pytest.FixtureRequest) -> Iter
 def browser_errors(driver: WebDriver) -> list[str]:
     """Console errors the page logged (a CSP violation shows up here)."""
     return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+
+
 
 
 DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images" / "ui"

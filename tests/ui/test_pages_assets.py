@@ -43,10 +43,7 @@ def cell_states(html: str) -> dict[str, str]:
 
 
 def counts_of(html: str) -> dict[str, int]:
-    return {
-        state: int(count)
-        for state, count in re.findall(r'class="state-count" data-state="([a-z]+)" data-count="(\d+)"', html)
-    }
+    return {state: int(count) for state, count in re.findall(r'class="state-count" data-state="([a-z]+)" data-count="(\d+)"', html)}
 
 
 @dataclass
@@ -83,9 +80,7 @@ def seeded(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
         held.release()
 
 
-def test_the_asset_grid_shows_each_keys_state_and_the_counts_of_a_known_history(
-    seeded: HeldRun, client: TestClient
-) -> None:
+def test_the_asset_grid_shows_each_keys_state_and_the_counts_of_a_known_history(seeded: HeldRun, client: TestClient) -> None:
     response = client.get("/assets/exports", params=WINDOW, headers=HTML)
     assert response.status_code == 200
     assert cell_states(response.text) == EXPECTED
@@ -105,19 +100,13 @@ def test_a_downstream_of_failed_keys_shows_them_missing(seeded: HeldRun, client:
 def test_the_grid_fragment_updates_on_the_assets_events(seeded: HeldRun, client: TestClient) -> None:
     page = client.get("/assets/exports", params=WINDOW, headers=HTML).text
     assert 'hx-ext="sse" sse-connect="/api/v1/stream?asset=exports"' in page
-    assert (
-        'hx-get="/assets/exports/grid?start=2026-08-01&amp;end=2026-08-10" hx-trigger="sse:events" hx-swap="outerHTML"'
-        in page
-    )
+    assert 'hx-get="/assets/exports/grid?start=2026-08-01&amp;end=2026-08-10" hx-trigger="sse:events" hx-swap="outerHTML"' in page
     fragment = client.get("/assets/exports/grid", params=WINDOW, headers=HTML)
     assert fragment.status_code == 200
     assert fragment.text.lstrip().startswith("{#") is False and "<html" not in fragment.text
     assert cell_states(fragment.text) == EXPECTED
     seeded.release()
-    assert (
-        cell_states(client.get("/assets/exports/grid", params=WINDOW, headers=HTML).text)["2026-08-08"]
-        == "materialized"
-    )
+    assert cell_states(client.get("/assets/exports/grid", params=WINDOW, headers=HTML).text)["2026-08-08"] == "materialized"
 
 
 def test_the_default_window_is_the_one_partita_status_covers(client: TestClient) -> None:
@@ -139,9 +128,7 @@ def test_the_default_window_is_the_one_partita_status_covers(client: TestClient)
         ({"start": "2026-07-01", "end": "2026-08-01"}, "start", "earlier than the definition"),
     ],
 )
-def test_a_bad_window_is_a_400_page_naming_the_field(
-    client: TestClient, window: dict[str, str], field: str, rule: str
-) -> None:
+def test_a_bad_window_is_a_400_page_naming_the_field(client: TestClient, window: dict[str, str], field: str, rule: str) -> None:
     for path in ("/assets/exports", "/assets/exports/grid"):
         response = client.get(path, params=window, headers=HTML)
         assert response.status_code == 400, response.text
@@ -211,9 +198,9 @@ def test_a_key_page_says_so_when_no_run_recorded_keys(store_url: str, client: Te
     assert 'data-state="materialized"' in page  # its success is an event, recorded whatever the run recorded
 
 
-HOSTILE = '<script>alert(1)</script>"onmouseover=alert(2)'
+HOSTILE = "<script>alert(1)</script>\"onmouseover=alert(2)"
 
-HOSTILE_ENTRY = """
+HOSTILE_ENTRY = '''
 from partita import Flow, HourlyPartitionDef, MonthlyPartitionDef, StaticPartitionDef, asset
 
 hours = HourlyPartitionDef(start="2026-08-01T00")
@@ -244,7 +231,7 @@ def invoices() -> None:
 
 
 flow = Flow(["loads", "reports", "zone_totals", "invoices"], name="extras", record_partition_keys=True)
-"""
+'''
 
 
 @pytest.fixture
@@ -285,7 +272,7 @@ def test_hourly_keys_are_a_calendar_by_day_and_static_keys_a_strip(extras: TestC
     assert len(states) == 100 and states["region-050"] == "materialized" and states["region-002"] == "missing"
     assert "start" not in re.findall(r'name="(start|end)"', static)  # a static definition takes no window
     monthly = extras.get("/assets/invoices", params={"start": "2025-01", "end": "2026-12"}, headers=HTML).text
-    assert "<th>year</th>" in monthly and '<th class="column">Jan</th>' in monthly
+    assert "<th>year</th>" in monthly and "<th class=\"column\">Jan</th>" in monthly
     states = cell_states(monthly)
     assert len(states) == 24 and states["2025-12"] == "materialized" and states["2025-10"] == "missing"
 

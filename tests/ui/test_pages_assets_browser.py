@@ -60,9 +60,7 @@ def test_overview_assets_asset_and_key_pages_load_without_console_errors(
     _with_a_stream(server.app, done)
     try:
         deadline = time.monotonic() + 20
-        while (
-            partition_status(flow, "exports", {"partition_keys": ["2026-08-21"]}).keys[0].state is not KeyState.RUNNING
-        ):
+        while partition_status(flow, "exports", {"partition_keys": ["2026-08-21"]}).keys[0].state is not KeyState.RUNNING:
             assert time.monotonic() < deadline, "the held run did not start within 20 s"
             time.sleep(0.02)
         _visit(server.url, browser)

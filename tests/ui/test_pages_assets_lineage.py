@@ -20,9 +20,7 @@ def _random_dag(count: int, seed: int) -> Lineage:
     for index, name in enumerate(names[1:], start=1):
         for upstream in chooser.sample(names[:index], k=min(index, chooser.randint(0, 3))):
             edges.append((upstream, name))
-    return Lineage(
-        tuple(LineageNode(name, "date" if index % 2 else None) for index, name in enumerate(names)), tuple(edges)
-    )
+    return Lineage(tuple(LineageNode(name, "date" if index % 2 else None) for index, name in enumerate(names)), tuple(edges))
 
 
 def _longest_paths(lineage: Lineage) -> dict[str, int]:
@@ -63,9 +61,7 @@ def test_a_long_name_is_shortened_in_its_box_and_a_long_chain_is_drawn() -> None
     assert max(node.layer for node in drawing.nodes) == 2000  # no recursion limit on a deep chain
 
 
-def test_the_assets_page_draws_every_asset_of_a_large_entry(
-    tmp_path: Path, ui_client: Callable[..., TestClient]
-) -> None:
+def test_the_assets_page_draws_every_asset_of_a_large_entry(tmp_path: Path, ui_client: Callable[..., TestClient]) -> None:
     lines = ["from partita import DatePartitionDef, Flow, asset", "days = DatePartitionDef(start='2026-01-01')"]
     for number in range(35):
         ups = [f"n{number - step:02d}" for step in (1, 3) if number - step >= 0]

@@ -91,9 +91,7 @@ def test_every_response_carries_a_policy_without_inline_script(client: TestClien
 
 
 def test_an_oversized_body_is_refused_with_413(client: TestClient) -> None:
-    response = client.post(
-        "/api/v1/events", content=b"x" * (300 * 1024), headers={**auth(), "content-type": "application/json"}
-    )
+    response = client.post("/api/v1/events", content=b"x" * (300 * 1024), headers={**auth(), "content-type": "application/json"})
     assert response.status_code == 413
     assert response.json()["error"]["status"] == 413
 

@@ -27,15 +27,7 @@ from partita.partitions.base import PartitionDef
 from partita.ui.context import UiContext
 
 __all__ = [
-    "MAX_GRID_KEYS",
-    "AssetRef",
-    "Window",
-    "bounds",
-    "canonical_key",
-    "entry_flows",
-    "find_asset",
-    "parse_window",
-    "window_status",
+    "MAX_GRID_KEYS", "AssetRef", "Window", "bounds", "canonical_key", "entry_flows", "find_asset", "parse_window", "window_status",
 ]
 
 #: The most keys one grid reads: 100,000 keys are aggregated into ranges; more is refused.
@@ -80,9 +72,7 @@ def find_asset(context: UiContext, name: str) -> AssetRef:
         for definition in flow.closure():
             if definition.name == name:
                 return AssetRef(flow, definition)
-    raise HTTPException(
-        status_code=404, detail="no asset of this entry's flows has that name; the assets page lists them"
-    )
+    raise HTTPException(status_code=404, detail="no asset of this entry's flows has that name; the assets page lists them")
 
 
 def _parse(definition: PartitionDef, text: str, field: str) -> object:
@@ -125,7 +115,9 @@ def canonical_key(definition: PartitionDef, key: str) -> str:
     """``key`` when it is the canonical text of one of the definition's keys; a 400 naming the rule otherwise."""
     parsed = _parse(definition, key, "partition key")
     if definition.format_key(parsed) != key:
-        raise ConfigurationError(f"partition key: not in the definition's canonical form {definition.key_format}")
+        raise ConfigurationError(
+            f"partition key: not in the definition's canonical form {definition.key_format}"
+        )
     return key
 
 

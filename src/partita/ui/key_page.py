@@ -75,9 +75,7 @@ def read_key_history(
     events = context.store.list_events(asset=asset.name, partition_key=key, since=since, limit=limit + 1)
     shown = tuple(events[:limit])
     events_next = shown[-1].id if len(events) > limit else None
-    return KeyHistoryView(
-        status, attempts, attempts_next, shown, events_next, _logs(context, asset.name, key, attempts)
-    )
+    return KeyHistoryView(status, attempts, attempts_next, shown, events_next, _logs(context, asset.name, key, attempts))
 
 
 def attempt_fields(attempt: KeyAttemptRow) -> dict[str, Any]:

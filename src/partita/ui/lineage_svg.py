@@ -98,9 +98,7 @@ def _ordered(columns: list[list[str]], lineage: Lineage) -> list[list[str]]:
         indexes = range(1, len(columns)) if forward else range(len(columns) - 2, -1, -1)
         for index in indexes:
             row = {name: number for column in columns for number, name in enumerate(column)}
-            ranked = [
-                (_centre(name, neighbours, row, number), number, name) for number, name in enumerate(columns[index])
-            ]
+            ranked = [(_centre(name, neighbours, row, number), number, name) for number, name in enumerate(columns[index])]
             columns[index] = [name for _, _, name in sorted(ranked)]
     return columns
 

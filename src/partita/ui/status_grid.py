@@ -158,11 +158,5 @@ def grid_view(definition: PartitionDef | None, keys: Sequence[str | None], state
         return GridView(GridKind.STRIP, total, base.counts, base.bar, strip=rows)
     ranges, more = _ranges(keys, states)
     return GridView(
-        GridKind.RANGES,
-        total,
-        base.counts,
-        base.bar,
-        ranges=ranges,
-        more_ranges=more,
-        zoomable=definition.supports_range,
+        GridKind.RANGES, total, base.counts, base.bar, ranges=ranges, more_ranges=more, zoomable=definition.supports_range
     )

@@ -50,9 +50,7 @@ def _catalog(context: UiContext) -> list[dict[str, Any]]:
         for definition in flow.closure():
             if definition.name not in seen:
                 seen.add(definition.name)
-                described.append(
-                    {**describe_asset(definition), "target": definition.name in flow.targets, "flow": flow.name}
-                )
+                described.append({**describe_asset(definition), "target": definition.name in flow.targets, "flow": flow.name})
     return described
 
 
@@ -68,9 +66,7 @@ def assets_page(request: Request, context: Context) -> Response:
     return render(request, "assets.html", {"assets": catalog, "lineage": draw_lineage(lineage, targets)})
 
 
-def _grid_context(
-    asset: AssetRef, window: Window, status: PartitionStates | None, problem: str | None
-) -> dict[str, Any]:
+def _grid_context(asset: AssetRef, window: Window, status: PartitionStates | None, problem: str | None) -> dict[str, Any]:
     grid: GridView | None = None
     first = last = None
     if status is not None:
@@ -94,7 +90,9 @@ def _grid_context(
     }
 
 
-def _read_grid(context: UiContext, asset: AssetRef, start: str | None, end: str | None) -> tuple[dict[str, Any], int]:
+def _read_grid(
+    context: UiContext, asset: AssetRef, start: str | None, end: str | None
+) -> tuple[dict[str, Any], int]:
     """The grid's context and the HTTP status: a window the definition refuses is a 400 naming the field."""
     window = Window()
     try:
@@ -106,9 +104,7 @@ def _read_grid(context: UiContext, asset: AssetRef, start: str | None, end: str 
 
 
 @router.get("/assets/{name}")
-def asset_page(
-    request: Request, name: str, context: Context, start: WindowBound = None, end: WindowBound = None
-) -> Response:
+def asset_page(request: Request, name: str, context: Context, start: WindowBound = None, end: WindowBound = None) -> Response:
     asset = find_asset(context, name)
     page, code = _read_grid(context, asset, start, end)
     page["described"] = describe_asset(asset.definition)
@@ -118,9 +114,7 @@ def asset_page(
 
 
 @router.get("/assets/{name}/grid")
-def asset_grid(
-    request: Request, name: str, context: Context, start: WindowBound = None, end: WindowBound = None
-) -> Response:
+def asset_grid(request: Request, name: str, context: Context, start: WindowBound = None, end: WindowBound = None) -> Response:
     """The grid alone: what the asset page swaps in when one of the asset's events arrives."""
     asset = find_asset(context, name)
     page, code = _read_grid(context, asset, start, end)
@@ -134,9 +128,7 @@ def key_page(
     key: str,
     context: Context,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Attempts and events per page.")] = 50,
-    before: Annotated[
-        float | None, Query(description="Attempts that finished before this time (POSIX seconds).")
-    ] = None,
+    before: Annotated[float | None, Query(description="Attempts that finished before this time (POSIX seconds).")] = None,
     since: Annotated[int | None, Query(ge=0, description="Events after this event id.")] = None,
 ) -> Response:
     asset = find_asset(context, name)
