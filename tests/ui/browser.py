@@ -21,6 +21,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from partita.ui import create_app
+from partita.ui.serving import UiServer
 
 from .support import make_settings
 
@@ -42,7 +43,7 @@ class LiveServer:
         port = _free_port()
         self.app = create_app(make_settings(store_url, port=port, **settings))
         config = uvicorn.Config(self.app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-        self.server = uvicorn.Server(config)
+        self.server = UiServer(config)  # ends open event streams when it stops
         self.url = f"http://127.0.0.1:{port}"
         self.thread = threading.Thread(target=self.server.run, name="ui-server", daemon=True)
 

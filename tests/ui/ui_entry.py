@@ -9,9 +9,15 @@ import os
 import time
 from pathlib import Path
 
-from partita import DatePartitionDef, Flow, OnAssetEvents, asset
+from partita import DatePartitionDef, Flow, OnAssetEvents, StaticPartitionDef, asset
 
 days = DatePartitionDef(start="2026-08-01")
+#: Keys that are markup if a page ever rendered them raw (the escaping tests publish events of them).
+HOSTILE_KEYS = (
+    "<script>document.title='owned';window.partitaOwned=1</script>",
+    '"onmouseover="document.title=\'owned\'" x="',
+    '<img src=x onerror="window.partitaOwned=1">',
+)
 
 
 @asset(partition_def=days)
@@ -35,6 +41,11 @@ def daily_total(exports: int) -> int:
 @asset(partition_def=days)
 def archive(context) -> None:
     context.logger.info("archived")
+
+
+@asset(partition_def=StaticPartitionDef("tenants", HOSTILE_KEYS))
+def tenant_report(context) -> None:
+    context.logger.info("tenant report")
 
 
 flow = Flow(["daily_total"], name="daily_totals", record_partition_keys=True)

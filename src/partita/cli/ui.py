@@ -63,9 +63,9 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def _server_class() -> type[Any]:
-    import uvicorn
+    from partita.ui.serving import UiServer
 
-    class StoppableServer(uvicorn.Server):  # type: ignore[misc]
+    class StoppableServer(UiServer):  # type: ignore[misc]
         """Stops on SIGINT or SIGTERM and returns, instead of re-raising the signal once stopped."""
 
         @contextlib.contextmanager

@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from partita.config import load_project_config
+from partita.ui.changes import ChangeFeed
 from partita.ui.context import UiContext
 from partita.ui.errors import install_error_handlers
 from partita.ui.launcher import SHUTDOWN_SECONDS, Launcher, PlanBook
@@ -32,12 +33,14 @@ def create_app(settings: UiSettings, *, context: UiContext | None = None) -> Fas
     """The UI server for ``settings`` (``context`` is built from them unless given)."""
     shared = context if context is not None else UiContext.load(settings)
     launcher = Launcher(shared.store, record_partition_keys=load_project_config().record_partition_keys)
+    changes = ChangeFeed(shared.store)  # one poller of the store for every live page
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         try:
             yield
         finally:
+            changes.close()  # end the event streams first: nothing waits for open pages
             # Runs launched here are cancelled as Ctrl-C would, and recorded so, before the store closes.
             await asyncio.to_thread(launcher.shutdown, SHUTDOWN_SECONDS)
             shared.close()
@@ -55,6 +58,7 @@ def create_app(settings: UiSettings, *, context: UiContext | None = None) -> Fas
     app.state.context = shared
     app.state.plans = PlanBook()
     app.state.launcher = launcher
+    app.state.changes = changes
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
