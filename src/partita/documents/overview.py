@@ -18,7 +18,7 @@ from partita.flow import Flow
 from partita.store import SqlStore
 from partita.store.triggers import DaemonRecord, TriggerStore
 
-__all__ = ["DAEMON_STALE_SECONDS", "overview_body"]
+__all__ = ["DAEMON_STALE_SECONDS", "daemon_state", "overview_body"]
 
 #: A daemon whose last heartbeat is older than this (three missed beats) reads ``silent``: it may be gone.
 #: The words are the overview page's.
@@ -31,13 +31,15 @@ def _iso(timestamp: float | None) -> str | None:
     return None if timestamp is None else dt.datetime.fromtimestamp(timestamp, dt.UTC).isoformat()
 
 
-def _daemon(record: DaemonRecord, now: float) -> dict[str, Any]:
+def daemon_state(record: DaemonRecord, now: float) -> str:
+    """``stopped``, ``silent`` (no heartbeat for three beats) or ``serving``: the words the overview page shows too."""
     if record.stopped_at is not None:
-        state = "stopped"
-    elif now - record.heartbeat_at > DAEMON_STALE_SECONDS:
-        state = "silent"
-    else:
-        state = "serving"
+        return "stopped"
+    return "silent" if now - record.heartbeat_at > DAEMON_STALE_SECONDS else "serving"
+
+
+def _daemon(record: DaemonRecord, now: float) -> dict[str, Any]:
+    state = daemon_state(record, now)
     return {
         "daemon_id": record.daemon_id,
         "host": record.host,

@@ -66,13 +66,7 @@ class KeyHistory:
 
         def read(_: int) -> list[tuple[Any, ...]]:
             with database.connect() as connection:
-                # The DBAPI cursor: thousands of SQLAlchemy rows would cost more than the query.
-                cursor = connection.connection.cursor()
-                try:
-                    cursor.execute(database.driver_sql(sql), parameters)
-                    return list(cursor.fetchall())
-                finally:
-                    cursor.close()
+                return database.rows(connection, sql, parameters)
 
         with database.failures(action):
             return retry_transient(read)

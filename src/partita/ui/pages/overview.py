@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from partita.automation.daemon import HEARTBEAT_SECONDS
+from partita.documents.overview import daemon_state
 from partita.documents.runs import run_summary
 from partita.flow import Flow
 from partita.store.triggers import DaemonRecord, TriggerStore
@@ -26,18 +27,11 @@ router = APIRouter(include_in_schema=False, dependencies=[Depends(require_reader
 
 RECENT_RUNS = 15
 RECENT_DAEMONS = 10
-#: A serving daemon beats every HEARTBEAT_SECONDS; one silent for this many beats is shown as silent.
-_SILENT_BEATS = 3
 
 
 def _daemon(record: DaemonRecord, now: float) -> dict[str, Any]:
     age = max(now - record.heartbeat_at, 0.0)
-    if record.stopped_at is not None:
-        state = "stopped"
-    elif age <= _SILENT_BEATS * HEARTBEAT_SECONDS:
-        state = "serving"
-    else:
-        state = "silent"
+    state = daemon_state(record, now)
     return {
         "daemon_id": record.daemon_id,
         "host": record.host,
