@@ -7,50 +7,27 @@ the seeding helpers from here.
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-from pathlib import Path
 from typing import Any
 
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
-from jsonschema import Draft202012Validator, FormatChecker
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
 
 from partita.entry import load_entry, load_trigger_flows
 from partita.results.model import RunResult
 from partita.ui.routes import ROUTERS
 
+from ..results.test_document_schemas import assert_valid as assert_valid_as
 from .support import ENTRY, auth
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
-FORMATS = FormatChecker()
 #: The days every seeded run covers; exports fails on FAILING_DAY when asked to.
 DAYS = ("2026-08-01", "2026-08-05")
 FAILING_DAY = "2026-08-03"
 
 
-@FORMATS.checks("date-time", raises=ValueError)
-def _timezone_aware_iso(value: object) -> bool:
-    if isinstance(value, str) and dt.datetime.fromisoformat(value).tzinfo is None:
-        raise ValueError("timestamp has no UTC offset")
-    return True
-
-
-REGISTRY: Registry = Registry().with_resources(
-    (path.name, Resource.from_contents(json.loads(path.read_text()), default_specification=DRAFT202012))
-    for path in sorted(SCHEMAS.glob("*.json"))
-)
-
-
 def assert_valid(response_document: Any) -> None:
     """The document validates against the schema its ``schema`` field names (``partita.KIND`` → ``KIND.v1.json``)."""
     kind = response_document["schema"].removeprefix("partita.")
-    schema = json.loads((SCHEMAS / f"{kind}.v{response_document['version']}.json").read_text())
-    validator = Draft202012Validator(schema, registry=REGISTRY, format_checker=FORMATS)
-    errors = [f"{error.json_path}: {error.message}" for error in validator.iter_errors(response_document)]
-    assert not errors, f"document does not match {kind}:\n" + "\n".join(errors[:15])
+    assert_valid_as(response_document, f"{kind}.v{response_document['version']}.json")
 
 
 def run_entry(store_url: str, *, record_keys: bool = True, days: tuple[str, str] = DAYS) -> RunResult:
