@@ -60,7 +60,7 @@ CLI_DOCUMENTS = (
     "attempt-logs",
 )
 #: Documents only the HTTP API serves; tests/ui/test_api_documents.py and test_actions_api.py validate them.
-API_DOCUMENTS = ("overview", "asset", "attempts", "planned")
+API_DOCUMENTS = ("overview", "asset", "attempts", "planned", "partition-ranges")
 SECRET = "tenant-secret-42"  # a distinctive key: it must never leak unless recorded on purpose
 WAIT = 30.0  # seconds any wait for work may take before the test fails
 

@@ -55,7 +55,7 @@ def test_one_asset_is_described_with_its_dependents(client: TestClient) -> None:
 
 
 def test_an_unknown_asset_is_a_json_404_on_every_asset_route(client: TestClient) -> None:
-    for suffix in ("", "/status", "/partitions"):
+    for suffix in ("", "/status", "/status/ranges", "/partitions"):
         document = _get(client, f"/api/v1/assets/nothing-here{suffix}", 404)
         assert document["error"]["status"] == 404 and "nothing-here" not in document["error"]["message"]
 
@@ -80,6 +80,59 @@ def test_a_window_shows_each_key_state_for_a_known_history(client: TestClient, s
     assert status["scope"]["kind"] == "range"
 
 
+def test_a_window_as_ranges_gives_the_same_states_in_order(client: TestClient, store_url: str, monkeypatch: Any) -> None:
+    failing_run(store_url, monkeypatch)
+    document = _get(client, "/api/v1/assets/exports/status/ranges", start=DAYS[0], end="2026-08-07")
+    assert [(r["first"], r["last"], r["state"], r["count"]) for r in document["ranges"]] == [
+        ("2026-08-01", "2026-08-02", "materialized", 2),
+        (FAILING_DAY, FAILING_DAY, "failed", 1),
+        ("2026-08-04", "2026-08-05", "materialized", 2),
+        ("2026-08-06", "2026-08-07", "missing", 2),
+    ]
+    assert document["total"] == 7 and document["counts"] == {"materialized": 4, "failed": 1, "running": 0, "missing": 2}
+    assert document["scope"]["kind"] == "range" and document["partition"]["kind"] == "date"
+    assert document["more_ranges"] == 0 and document["next"] is None
+
+
+def test_ranges_beyond_the_limit_are_counted_and_continue_from_next(
+    client: TestClient, store_url: str, monkeypatch: Any
+) -> None:
+    failing_run(store_url, monkeypatch)
+    first = _get(client, "/api/v1/assets/exports/status/ranges", start=DAYS[0], end="2026-08-07", limit=2)
+    assert [r["state"] for r in first["ranges"]] == ["materialized", "failed"]
+    assert first["more_ranges"] == 2 and first["next"] == "2026-08-04"
+    rest = _get(client, "/api/v1/assets/exports/status/ranges", start=first["next"], end="2026-08-07")
+    assert [(r["first"], r["state"]) for r in rest["ranges"]] == [("2026-08-04", "materialized"), ("2026-08-06", "missing")]
+
+
+def test_a_window_of_100000_keys_is_read_as_ranges_and_a_larger_one_refused(client: TestClient) -> None:
+    # exports' days start on 2026-08-01: 100,000 of them end on 2300-05-16.
+    document = _get(client, "/api/v1/assets/exports/status/ranges", start="2026-08-01", end="2300-05-16")
+    assert document["total"] == 100_000
+    assert document["ranges"] == [{"first": "2026-08-01", "last": "2300-05-16", "state": "missing", "count": 100_000}]
+    refused = _get(client, "/api/v1/assets/exports/status/ranges", 422, start="2026-08-01", end="2300-05-17")
+    assert "100,001 keys" in refused["error"]["message"] and "at most 100,000" in refused["error"]["message"]
+    keyed = _get(client, "/api/v1/assets/exports/status", 422, start="2026-08-01", end="2300-05-16")
+    assert "/status/ranges" in keyed["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("params", "words"),
+    [
+        ({"start": "2026-08-10", "end": "2026-08-01"}, ("start:", "later than its end")),
+        ({"start": "2026-8-1", "end": "2026-08-02"}, ("start:", "canonical")),
+        ({"start": "2026-08-01"}, ("end:", "needs both")),
+        ({"start": "2026-08-01", "end": "2026-08-02", "limit": "0"}, ("limit",)),
+    ],
+)
+def test_a_bad_ranges_request_is_a_422_naming_the_parameter(
+    client: TestClient, params: dict[str, str], words: tuple[str, ...]
+) -> None:
+    document = _get(client, "/api/v1/assets/exports/status/ranges", 422, **params)
+    for word in words:
+        assert word in document["error"]["message"]
+
+
 def test_without_a_window_the_status_covers_the_cli_default(client: TestClient) -> None:
     (status,) = _get(client, "/api/v1/assets/exports/status")["assets"]
     assert status["scope"]["kind"] == "window" and len(status["keys"]) == 30
@@ -95,7 +148,7 @@ def test_without_a_window_the_status_covers_the_cli_default(client: TestClient) 
         ({"start": "2026-08-01", "end": "2026-08-0x"}, ("start/end", "end")),
         ({"start": "2026-08-01"}, ("start and end go together", "end")),
         ({"end": "2026-08-01"}, ("start and end go together", "start")),
-        ({"start": "2026-08-01", "end": "2099-12-31"}, ("start/end", "at most 5,000")),
+        ({"start": "2026-08-01", "end": "2099-12-31"}, ("start/end", "at most 5,000", "/status/ranges")),
         ({"start": "2020-01-01", "end": "2026-08-01"}, ("start/end", "earlier than the definition's start")),
     ],
 )

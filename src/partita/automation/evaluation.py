@@ -170,21 +170,26 @@ class TriggerEvaluator:
                 needed[asset].update(requirement.keys)
         present = {asset: self.triggers.keys_with_events(asset, keys) for asset, keys in needed.items() if keys}
         any_event: dict[str, bool] = {}
-
-        def satisfied(asset: str, requirement: Requirement) -> bool:
-            if requirement.keys:
-                return requirement.satisfied_by(present[asset])
-            if asset not in any_event:  # an unpartitioned requirement: any event of the asset
-                any_event[asset] = self.triggers.has_event(asset)
-            return any_event[asset]
-
+        complete: set[str] = set()
         for key, required in requirements.items():
-            progress[key] = _progress(
-                [(req, present[asset] if req.keys else set(), satisfied(asset, req)) for asset, req in required]
-            )
-        return {
-            key for key, required in requirements.items() if all(satisfied(asset, req) for asset, req in required)
-        }
+            # Each requirement's keys are counted once, for the key's progress and its readiness alike.
+            have = listed = wanted = 0
+            ready = True
+            for asset, requirement in required:
+                if requirement.keys:
+                    count = requirement.present_count(present[asset])
+                    satisfied = requirement.satisfied_with(count)
+                    have, wanted, listed = have + count, wanted + requirement.needed(), listed + len(requirement.keys)
+                else:  # an unpartitioned requirement: any event of the asset, counted as one key
+                    if asset not in any_event:
+                        any_event[asset] = self.triggers.has_event(asset)
+                    satisfied = any_event[asset]
+                    have, wanted, listed = have + satisfied, wanted + 1, listed + 1
+                ready = ready and satisfied
+            progress[key] = UpstreamProgress(present=have, required=wanted, upstream_keys=listed)
+            if ready:
+                complete.add(key)
+        return complete
 
     def _evaluate_schedule(self, trigger: CronPartitions, report: PassReport, record: bool, now: dt.datetime) -> None:
         _, last_tick = self.triggers.cursor(self.flow.name)
@@ -317,21 +322,6 @@ class TriggerEvaluator:
                 "flow %s: consumer run for request %s could not start; retrying in %.0f s: %s",
                 self.flow.name, request.id, delay, error,
             )  # fmt: skip
-
-
-def _progress(parts: list[tuple[Requirement, set[str], bool]]) -> UpstreamProgress:
-    """One key's progress over its upstream assets: (requirement, keys with events, satisfied) each."""
-    present = required = listed = 0
-    for requirement, have, satisfied in parts:
-        if not requirement.keys:  # any event of an unpartitioned upstream
-            present, required, listed = present + int(satisfied), required + 1, listed + 1
-            continue
-        count = len(requirement.keys)
-        minimum = count if requirement.minimum is None else min(requirement.minimum, count)
-        present += sum(1 for key in requirement.keys if key in have)
-        required += minimum
-        listed += count
-    return UpstreamProgress(present=present, required=required, upstream_keys=listed)
 
 
 def run_request(evaluator: TriggerEvaluator, request: TriggerRequest) -> RunResult | None:

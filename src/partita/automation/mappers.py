@@ -46,9 +46,19 @@ class Requirement:
     keys: tuple[str, ...]
     minimum: int | None = None
 
+    def needed(self) -> int:
+        """How many of ``keys`` must have an event: every one, or ``minimum`` of them."""
+        return len(self.keys) if self.minimum is None else min(self.minimum, len(self.keys))
+
+    def present_count(self, present: Collection[str]) -> int:
+        return sum(1 for key in self.keys if key in present)
+
     def satisfied_by(self, present: Collection[str]) -> bool:
-        have = sum(1 for key in self.keys if key in present)
-        needed = len(self.keys) if self.minimum is None else min(self.minimum, len(self.keys))
+        return self.satisfied_with(self.present_count(present))
+
+    def satisfied_with(self, have: int) -> bool:
+        """Whether ``have`` of ``keys`` having an event is enough."""
+        needed = self.needed()
         return have >= needed and (needed > 0 or not self.keys)
 
 

@@ -61,6 +61,10 @@ class StatusScope:
     #: Registry keys left out because they are retired.
     retired: int = 0
 
+    def to_dict(self) -> dict[str, Any]:
+        """The ``scope`` entry of the status documents."""
+        return {"kind": self.kind.value, "description": self.description, "retired_keys": self.retired}
+
 
 def range_size(definition: PartitionDef, start: Any, end: Any) -> int | None:
     """How many keys a built-in time range holds, computed before expanding it (None: unknown)."""

@@ -194,7 +194,7 @@ class PartitionStatus:
         return {
             "asset": self.asset,
             "partition": None if self.definition is None else self.definition.describe(),
-            "scope": {"kind": self.scope.kind.value, "description": self.scope.description, "retired_keys": self.scope.retired},
+            "scope": self.scope.to_dict(),
             "counts": {state.value: count for state, count in self.counts.items()},
             "keys": _key_entries(self.keys),
         }

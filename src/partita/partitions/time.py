@@ -108,7 +108,7 @@ class DatePartitionDef(_BoundedTimeDef):
             if match is None:
                 raise ValueError("date partition key text is not canonical YYYY-MM-DD")
             try:
-                value = dt.date(*(int(part) for part in match.groups()))
+                value = dt.date.fromisoformat(key)  # in C; the pattern above already fixed the form
             except ValueError:
                 raise ValueError("date partition key text is not a valid calendar date") from None
             return self._check_bounds(value)

@@ -122,22 +122,24 @@ class TriggerStore(TriggerRequests):
         if not names:  # nothing to read; PostgreSQL would reject the empty IN ()
             return []
         with self._failures("read new events"), self._database.connect() as connection:
+            # Plain DBAPI rows: a pass after a burst reads thousands, and SQLAlchemy rows would cost more than the query.
+            placeholders = ", ".join("?" * len(names))
             if self._database.dialect != "postgresql":
-                query = (
-                    select(events.c.id, events.c.asset, events.c.partition_key)
-                    .where(events.c.asset.in_(names), events.c.id > after.event_id)
-                    .order_by(events.c.id)
-                    .limit(limit)
+                rows = self._database.rows(
+                    connection,
+                    f"SELECT 0, id, asset, partition_key FROM {events.name} "
+                    f"WHERE asset IN ({placeholders}) AND id > ? ORDER BY id LIMIT ?",
+                    (*names, after.event_id, limit),
                 )
-                return [(EventPosition(0, int(row[0])), row[1], row[2]) for row in connection.execute(query)]
-            settled = connection.exec_driver_sql(_SETTLED_TXID).scalar_one()
-            rows = connection.exec_driver_sql(
-                f"SELECT txid, id, asset, partition_key FROM {events.name} "
-                f"WHERE (txid, id) > (%s, %s) AND txid < %s AND asset IN ({', '.join(['%s'] * len(names))}) "
-                "ORDER BY txid, id LIMIT %s",
-                (after.txid, after.event_id, int(settled), *names, limit),
-            )
-            return [(EventPosition(int(row[0]), int(row[1])), row[2], row[3]) for row in rows]
+            else:
+                settled = connection.exec_driver_sql(_SETTLED_TXID).scalar_one()
+                rows = self._database.rows(
+                    connection,
+                    f"SELECT txid, id, asset, partition_key FROM {events.name} "
+                    f"WHERE (txid, id) > (?, ?) AND txid < ? AND asset IN ({placeholders}) ORDER BY txid, id LIMIT ?",
+                    (after.txid, after.event_id, int(settled), *names, limit),
+                )
+            return [(EventPosition(int(txid), int(event_id)), asset, key) for txid, event_id, asset, key in rows]
 
     def keys_with_events(self, asset: str, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` have at least one event of ``asset``."""
@@ -146,11 +148,13 @@ class TriggerStore(TriggerRequests):
         with self._failures("read event keys"), self._database.connect() as connection:
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start : start + _CHUNK]
-                query = self._database.driver_sql(
+                rows = self._database.rows(
+                    connection,
                     f"SELECT DISTINCT partition_key FROM {events.name} "
-                    f"WHERE asset = ? AND partition_key IN ({', '.join('?' * len(chunk))})"
+                    f"WHERE asset = ? AND partition_key IN ({', '.join('?' * len(chunk))})",
+                    (asset, *chunk),
                 )
-                present.update(row[0] for row in connection.exec_driver_sql(query, (asset, *chunk)))
+                present.update(row[0] for row in rows)
         return present
 
     def has_event(self, asset: str) -> bool:

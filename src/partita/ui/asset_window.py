@@ -5,8 +5,9 @@ The window is two keys in the definition's canonical text (``start`` and
 start must not be later than end, and the window may hold at most
 `MAX_GRID_KEYS` keys. Without a window the grid covers what ``partita
 status`` covers by default (a recent window of time, the declared keys, a
-runtime domain's known keys). Every refusal is a `ConfigurationError` whose
-message names the field and the rule, never the rejected text.
+runtime domain's known keys). A window refused is a `SelectionError` (the
+key page's key, a `ConfigurationError`) whose message names the field and
+the rule, never the rejected text.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from fastapi import HTTPException
 
 from partita.definitions.assets import AssetDefinition
 from partita.definitions.config import RunConfig
-from partita.errors import ConfigurationError
+from partita.errors import ConfigurationError, SelectionError
 from partita.flow import Flow
 from partita.operations.scope import range_size
 from partita.operations.status import PartitionStates, asset_states
@@ -75,11 +76,11 @@ def find_asset(context: UiContext, name: str) -> AssetRef:
     raise HTTPException(status_code=404, detail="no asset of this entry's flows has that name; the assets page lists them")
 
 
-def _parse(definition: PartitionDef, text: str, field: str) -> object:
+def _parse(definition: PartitionDef, text: str, field: str, error: type[ConfigurationError] = SelectionError) -> object:
     try:
         key = definition.parse_key(text)
     except ValueError as exc:
-        raise ConfigurationError(f"{field}: {exc}") from None
+        raise error(f"{field}: {exc}") from None
     return key
 
 
@@ -89,23 +90,23 @@ def parse_window(definition: PartitionDef | None, start: str | None, end: str | 
     if start is None and end is None:
         return Window()
     if definition is None:
-        raise ConfigurationError("start and end: the asset is not partitioned, so it has no window; leave them out")
+        raise SelectionError("start and end: the asset is not partitioned, so it has no window; leave them out")
     if not definition.supports_range:
-        raise ConfigurationError(
+        raise SelectionError(
             f"start and end: a {definition.kind} definition has no ranges of keys; leave them out to see every key"
         )
     if start is None or end is None:
-        raise ConfigurationError(f"{'start' if start is None else 'end'}: a window needs both start and end")
+        raise SelectionError(f"{'start' if start is None else 'end'}: a window needs both start and end")
     first, last = _parse(definition, start, "start"), _parse(definition, end, "end")
     if definition.format_key(first) != start:
-        raise ConfigurationError(f"start: not in the definition's canonical form {definition.key_format}")
+        raise SelectionError(f"start: not in the definition's canonical form {definition.key_format}")
     if definition.format_key(last) != end:
-        raise ConfigurationError(f"end: not in the definition's canonical form {definition.key_format}")
+        raise SelectionError(f"end: not in the definition's canonical form {definition.key_format}")
     if first > last:  # type: ignore[operator]
-        raise ConfigurationError("start: the window's start is later than its end")
+        raise SelectionError("start: the window's start is later than its end")
     size = range_size(definition, first, last)
     if size is not None and size > MAX_GRID_KEYS:
-        raise ConfigurationError(
+        raise SelectionError(
             f"start and end: the window holds {size:,} keys; the grid reads at most {MAX_GRID_KEYS:,}: narrow it"
         )
     return Window(start, end)
@@ -113,7 +114,7 @@ def parse_window(definition: PartitionDef | None, start: str | None, end: str | 
 
 def canonical_key(definition: PartitionDef, key: str) -> str:
     """``key`` when it is the canonical text of one of the definition's keys; a 400 naming the rule otherwise."""
-    parsed = _parse(definition, key, "partition key")
+    parsed = _parse(definition, key, "partition key", ConfigurationError)
     if definition.format_key(parsed) != key:
         raise ConfigurationError(
             f"partition key: not in the definition's canonical form {definition.key_format}"
@@ -127,7 +128,7 @@ def window_status(context: UiContext, asset: AssetRef, window: Window) -> Partit
     closure = {definition.name: definition for definition in asset.flow.closure()}
     status = asset_states(asset.definition, closure, config, context.store, dt.datetime.now(dt.UTC))
     if len(status.states) > MAX_GRID_KEYS:  # a default scope (a large runtime registry) is bounded too
-        raise ConfigurationError(
+        raise SelectionError(
             f"start and end: the asset has {len(status.states):,} keys; the grid reads at most {MAX_GRID_KEYS:,}: "
             "pick a window"
         )
