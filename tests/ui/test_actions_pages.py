@@ -151,6 +151,12 @@ def test_the_triggers_page_pauses_and_resumes_a_flow(client: TestClient, store_u
     assert client.post("/triggers/nope/pause", data={"csrf": csrf}).status_code == 404
 
 
+def test_the_events_page_links_to_the_publish_form_once_logged_in(client: TestClient) -> None:
+    assert 'href="/events/publish"' not in client.get("/events").text
+    log_in(client)
+    assert 'href="/events/publish"' in client.get("/events").text
+
+
 def test_publishing_from_the_form_shows_the_receipt_and_deduplicates(client: TestClient) -> None:
     csrf = log_in(client)
     fields = {
@@ -218,6 +224,12 @@ def test_cancel_from_the_run_page_redirects_back_to_the_run(
     assert wait_until_finished(client, run_id) == "cancelled"
     refused = client.post(f"/runs/{run_id}/cancel", data={"csrf": csrf}, headers={"accept": "text/html"})
     assert refused.status_code == 409 and "already finished" in refused.text
+    # A page drawn while the run was running swaps its actions once the status changed, not before.
+    actions = f"/runs/{run_id}/actions"
+    assert client.get(actions, params={"shown": "cancelled"}).status_code == 204
+    redrawn = client.get(actions, params={"shown": "running"})
+    assert redrawn.status_code == 200 and 'id="cancel-run"' not in redrawn.text
+    assert 'id="rerun-failed"' in redrawn.text and "shown=cancelled" in redrawn.text
 
 
 def _partial(name: str, **context: object) -> str:

@@ -97,10 +97,10 @@ def test_a_downstream_of_failed_keys_shows_them_missing(seeded: HeldRun, client:
     assert states["2026-08-01"] == "materialized"
 
 
-def test_the_grid_fragment_updates_on_the_assets_events(seeded: HeldRun, client: TestClient) -> None:
+def test_the_grid_fragment_updates_on_the_assets_events_and_running_runs_attempts(seeded: HeldRun, client: TestClient) -> None:
     page = client.get("/assets/exports", params=WINDOW, headers=HTML).text
     assert 'hx-ext="sse" sse-connect="/api/v1/stream?asset=exports"' in page
-    assert 'hx-get="/assets/exports/grid?start=2026-08-01&amp;end=2026-08-10" hx-trigger="sse:events" hx-swap="outerHTML"' in page
+    assert 'hx-get="/assets/exports/grid?start=2026-08-01&amp;end=2026-08-10" hx-trigger="sse:events, sse:attempts" hx-swap="outerHTML"' in page
     fragment = client.get("/assets/exports/grid", params=WINDOW, headers=HTML)
     assert fragment.status_code == 200
     assert fragment.text.lstrip().startswith("{#") is False and "<html" not in fragment.text

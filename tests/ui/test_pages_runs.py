@@ -40,6 +40,16 @@ def test_the_runs_page_filters_by_status_tag_and_flow(store_url, client, failing
     assert '<option value="python" selected>' in launched and bad.run_id in launched
 
 
+
+def test_the_runs_form_keeps_every_tag_filter_and_ignores_its_empty_field(store_url, client) -> None:
+    both = run_days(store_url, "2026-08-01", "2026-08-01", tags={"team": "a", "tier": "gold"})
+    run_days(store_url, "2026-08-02", "2026-08-02", tags={"team": "a"})
+    page = client.get("/runs", params=[("tag", "team=a"), ("tag", "tier=gold"), ("tag", "")]).text
+    assert _run_ids(page) == [both.run_id]
+    assert 'name="tag" value="team=a"' in page and 'name="tag" value="tier=gold"' in page
+    assert page.count('name="tag" value=""') == 1  # one more field, for another tag
+
+
 def test_runs_page_filters_are_validated_as_4xx(client) -> None:
     assert client.get("/runs", params={"launched_by": "telepathy"}, headers=HTML).status_code == 422
     assert client.get("/runs", params={"limit": "0"}, headers=HTML).status_code == 422

@@ -21,7 +21,7 @@ import httpx2 as httpx
 import pytest
 
 from partita.store import open_store
-from partita.store.protocol import RunFilter
+from partita.store.protocol import AttemptQuery, RunFilter
 from partita.ui.api.stream import sse_messages
 from partita.ui.changes import MessageKind, Subscription
 
@@ -129,6 +129,39 @@ def test_a_run_in_another_thread_sends_run_runs_and_logs_messages_within_a_secon
         assert ended.data == finished.status == "success"
         assert ended.at - finished.header.finished_at.timestamp() < 1.0
         assert every.next("runs").at - finished.header.finished_at.timestamp() < 1.0
+    finally:
+        hold.unlink(missing_ok=True)
+        worker.join(timeout=30)
+        store.close()
+
+
+def test_an_asset_stream_hears_of_a_failure_inside_a_running_run_within_a_second(
+    store_url, live_server, reader_of, tmp_path, monkeypatch
+) -> None:
+    hold = tmp_path / "hold"
+    hold.touch()
+    monkeypatch.setenv("PARTITA_TEST_HOLD", str(hold))
+    monkeypatch.setenv("PARTITA_TEST_FAIL_DAYS", "2026-08-01")
+    server = live_server()
+    grid = reader_of(f"{server.url}/api/v1/stream?asset=exports&initial=attempts")
+    grid.next("attempts")
+    flow = entry_flow().with_store(store_url, record_partition_keys=True)
+    config = {"partition_range": ("2026-08-01", "2026-08-02"), "max_concurrency": 1}
+    worker = threading.Thread(target=lambda: flow.run(flow.plan_from_text(config)))
+    worker.start()  # 2026-08-01 fails at once; 2026-08-02 is held, so the run stays running
+    store = open_store(store_url)
+    try:
+        run = wait_until(lambda: store.list_runs(limit=1, where=RunFilter()), what="the run's row")[0]
+        failed = AttemptQuery(asset="exports", status="failed")
+        wait_until(lambda: store.list_attempts(run.run_id, failed), what="the failed attempt stored")
+        stored = time.time()
+        shown = f"{server.url}/assets/exports/grid?start=2026-08-01&end=2026-08-02"
+        while True:  # each attempts message makes the page read its grid again, until it shows the failure
+            message = grid.next("attempts")
+            if 'title="2026-08-01: failed"' in httpx.get(shown).text:
+                break
+        assert message.at - stored < 1.0
+        assert store.get_run(run.run_id).status == "running"  # heard mid-run, not at its end
     finally:
         hold.unlink(missing_ok=True)
         worker.join(timeout=30)

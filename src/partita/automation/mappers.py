@@ -89,7 +89,8 @@ class IdentityMapper(PartitionMapper):
         return (_canonical(downstream, upstream_key),)
 
     def requirement(self, downstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> Requirement:
-        key = downstream_key if upstream is None else _canonical(upstream, downstream_key)
+        # A downstream key is canonical for its own definition: one shared by both sides needs no second round trip.
+        key = downstream_key if upstream is None or upstream is downstream else _canonical(upstream, downstream_key)
         return Requirement((key,))
 
 

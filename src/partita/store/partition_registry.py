@@ -84,12 +84,14 @@ class SqlPartitionRegistry:
                     ],
                 )
 
-    def list_partitions(self, domain: str) -> list[PartitionRecord]:
-        """Every key the domain's producers ever discovered, in first-seen order."""
+    def list_partitions(self, domain: str, *, limit: int | None = None, offset: int = 0) -> list[PartitionRecord]:
+        """Every key the domain's producers ever discovered, in first-seen order; a page of them with ``limit``."""
         query = (
             select(partitions)
             .where(partitions.c.domain == domain)
             .order_by(partitions.c.first_seen, partitions.c.partition_key)
+            .limit(limit)
+            .offset(offset or None)
         )
         with self._failures("list partitions"), self._database.connect() as connection:
             return [_partition_of(row) for row in connection.execute(query)]

@@ -200,9 +200,9 @@ class SqlStore:
         """Discovery events and the registry update in one transaction."""
         self.partition_registry.record_discovery(domain, run_id, drafts)
 
-    def list_partitions(self, domain: str) -> list[PartitionRecord]:
-        """Every key the domain's producers ever discovered, in first-seen order."""
-        return self.partition_registry.list_partitions(domain)
+    def list_partitions(self, domain: str, *, limit: int | None = None, offset: int = 0) -> list[PartitionRecord]:
+        """Every key the domain's producers ever discovered, in first-seen order; a page of them with ``limit``."""
+        return self.partition_registry.list_partitions(domain, limit=limit, offset=offset)
 
     def retire_partition(self, domain: str, key: str) -> PartitionRecord:
         """Mark a known key retired (recorded in its history); retiring it again changes nothing."""

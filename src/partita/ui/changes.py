@@ -38,6 +38,8 @@ log = logging.getLogger("partita.ui.changes")
 POLL_SECONDS = 0.2
 #: The longest wait between two reads of a watched run's attempt progress.
 _SLOWEST_PROGRESS = 0.7
+#: The shortest time between two ``attempts`` messages: a busy run redraws asset grids twice a second at most.
+_ATTEMPTS_EVERY = 0.5
 
 
 class MessageKind(enum.StrEnum):
@@ -47,6 +49,7 @@ class MessageKind(enum.StrEnum):
     RUN = "run"
     EVENTS = "events"
     LOGS = "logs"
+    ATTEMPTS = "attempts"
 
 
 @dataclass(eq=False)
@@ -100,6 +103,11 @@ class _Seen:
     asset_events: dict[str, int] = field(default_factory=dict)
     runs: RunsMarker | None = None
     runs_generation: int = 0
+    #: Counts the ``attempts`` messages: reads that found a running run's attempts (or a run's status) changed.
+    attempts_generation: int = 0
+    #: A change not told yet (within `_ATTEMPTS_EVERY` of the last message), and when that message went.
+    attempts_due: bool = False
+    attempts_told_at: float = float("-inf")
     progress: dict[str, RunProgress | None] = field(default_factory=dict)
     #: When each watched run's progress is next read (monotonic seconds).
     progress_due: dict[str, float] = field(default_factory=dict)
@@ -231,8 +239,12 @@ class ChangeFeed:
             changed = _Changes()
             self._read_events(reader, assets, hinted, changed)
             self._read_runs(reader, changed)
-            self._read_run_progress(reader, run_ids, {s.run_id for s in fresh if s.run_id}, changed)
+            # An asset's grid shows keys running and failed: with asset pages open, every running run is watched.
+            running = {run_id for run_id, _, _ in self._seen.runs.running} if assets and self._seen.runs else set()
+            watched = sorted(set(run_ids) | running)
+            self._read_run_progress(reader, watched, {s.run_id for s in fresh if s.run_id}, changed)
             self._read_logs(reader, run_ids, changed)
+        self._note_attempts(changed, running)
         self._sequence += 1
         for subscription in subscriptions:
             self._tell(subscription, changed)
@@ -283,6 +295,15 @@ class ChangeFeed:
             del seen[run_id]
             due.pop(run_id, None)
 
+    def _note_attempts(self, changed: _Changes, running: set[str]) -> None:
+        seen = self._seen
+        seen.attempts_due = seen.attempts_due or changed.runs or bool(changed.run_ids & running)
+        now = time.monotonic()
+        if seen.attempts_due and now - seen.attempts_told_at >= _ATTEMPTS_EVERY:
+            seen.attempts_generation += 1
+            seen.attempts_due, seen.attempts_told_at = False, now
+            changed.attempts = True
+
     def _read_logs(self, reader: MarkerReader, run_ids: list[str], changed: _Changes) -> None:
         seen = self._seen
         for run_id in run_ids:
@@ -311,8 +332,11 @@ class ChangeFeed:
         if asset is None:
             if MessageKind.EVENTS in initial or changed.events:
                 offer(MessageKind.EVENTS, str(seen.events))
-        elif MessageKind.EVENTS in initial or asset in changed.assets:
-            offer(MessageKind.EVENTS, str(seen.asset_events.get(asset, 0)))
+        else:
+            if MessageKind.EVENTS in initial or asset in changed.assets:
+                offer(MessageKind.EVENTS, str(seen.asset_events.get(asset, 0)))
+            if MessageKind.ATTEMPTS in initial or changed.attempts:
+                offer(MessageKind.ATTEMPTS, str(seen.attempts_generation))
         run_id = subscription.run_id
         if run_id is None:
             return
@@ -332,6 +356,7 @@ class _Changes:
     runs: bool = False
     run_ids: set[str] = field(default_factory=set)
     log_runs: set[str] = field(default_factory=set)
+    attempts: bool = False
 
 
 @contextlib.contextmanager

@@ -91,6 +91,18 @@ def test_keys_are_listed_in_first_seen_order_then_by_key(partition_registry):
     assert [record.key for record in partition_registry.list_partitions(DOMAIN)] == ["alpha", "zeta", "beta"]
 
 
+def test_keys_are_listed_in_pages_of_that_order(partition_registry):
+    _discover(partition_registry, FIRST, "zeta", "alpha")
+    _discover(partition_registry, SECOND, "beta", "gamma")
+
+    def page(**bounds: int) -> list[str]:
+        return [record.key for record in partition_registry.list_partitions(DOMAIN, **bounds)]
+
+    assert page(limit=2) == ["alpha", "zeta"]
+    assert page(limit=2, offset=2) == ["beta", "gamma"]
+    assert page(offset=3) == ["gamma"] and page(limit=5, offset=4) == []
+
+
 # -- retiring and reactivating ---------------------------------------------------------------------
 
 

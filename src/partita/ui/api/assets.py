@@ -151,5 +151,5 @@ def asset_partitions(
     if not isinstance(partition_def, PartitionAtRuntime):
         raise SelectionError(f"asset {name!r} is not partitioned at run time: its keys come from its definition")
     domain = partition_def.domain
-    known = context.store.list_partitions(domain)
-    return document_response("partitions", known_keys_body(domain, known[offset : offset + limit]))
+    known = context.store.list_partitions(domain, limit=limit, offset=offset)  # the page only, read in SQL
+    return document_response("partitions", known_keys_body(domain, known))

@@ -47,8 +47,11 @@ def run_filter(
     flow: Annotated[Storable | None, Query(max_length=200, description="Only runs of this flow.")] = None,
     tag: Annotated[list[Storable] | None, Query(description="KEY=VALUE; repeat for runs carrying every tag.")] = None,
 ) -> RunFilter:
-    """The filters shared by the runs API and the runs page; a malformed tag is a 400 naming the rule."""
-    tags = dict(parse_tag(text, "tag") for text in tag or ())
+    """The filters shared by the runs API and the runs page; a malformed tag is a 400 naming the rule.
+
+    An empty value filters nothing, as a form's field left blank means.
+    """
+    tags = dict(parse_tag(text, "tag") for text in tag or () if text)
     return RunFilter(flow_name=flow or None, tags=tuple(sorted(tags.items())))
 
 

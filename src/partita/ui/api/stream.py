@@ -5,7 +5,10 @@ Messages (the SSE ``event`` field) and their data:
 - ``runs``: a run started, changed status or finished (a change counter of this server);
 - ``run``: the run ``run_id`` or its attempts changed (the run's status);
 - ``events``: a new event was stored, of ``asset`` when given (the newest event id);
-- ``logs``: the run ``run_id`` has new log lines (the newest line id).
+- ``logs``: the run ``run_id`` has new log lines (the newest line id);
+- ``attempts`` (with ``asset``): an attempt of a running run started or
+  ended, or a run changed status: the asset's keys may have changed state
+  (a change counter of this server; the run is not matched to the asset).
 
 A client names in ``initial`` the messages it wants at once with their
 current value, to catch up on what changed between its page's rendering and

@@ -2,8 +2,9 @@
 
 Each page's live part is also a fragment route, re-read when the stream
 (``/api/v1/stream``) says the store changed: ``/runs/table`` on ``runs``,
-``/runs/{id}/summary`` on ``run``, ``/runs/{id}/logs?after=ID`` on ``logs``
-(only the lines after the newest one shown, so none repeats).
+``/runs/{id}/summary`` and ``/runs/{id}/actions`` (only once the status
+changed) on ``run``, ``/runs/{id}/logs?after=ID`` on ``logs`` (only the
+lines after the newest one shown, so none repeats).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def runs_query(
     where = dataclasses.replace(
         where, launched_by=None if launched_by is None else launched_by.value, before_run_id=before
     )
-    return _RunsQuery(where, status, launched_by, limit, before, tuple(tag or ()))
+    return _RunsQuery(where, status, launched_by, limit, before, tuple(text for text in tag or () if text))
 
 
 def _runs_context(context: UiContext, query: _RunsQuery) -> dict[str, Any]:
@@ -131,6 +132,20 @@ def run_page(request: Request, run_id: str, context: Annotated[UiContext, Depend
 def run_summary_fragment(request: Request, run_id: str, context: Annotated[UiContext, Depends(ui_context)]) -> Response:
     page = _run_page(request, context, run_id)
     return render(request, "run_summary.html", {"page": page, "run": page.summary})
+
+
+@router.get("/runs/{run_id}/actions")
+def run_actions_fragment(
+    request: Request,
+    run_id: str,
+    context: Annotated[UiContext, Depends(ui_context)],
+    shown: Annotated[str, Query(max_length=20, description="The run status the page's actions were drawn for.")] = "",
+) -> Response:
+    """The run's actions when its status is no longer ``shown``; 204 (nothing to redraw) while it is."""
+    page = _run_page(request, context, run_id)
+    if page.run.status == shown:
+        return Response(status_code=204)
+    return render(request, "run_actions_live.html", {"page": page, "run": page.summary})
 
 
 @router.get("/runs/{run_id}/logs")
