@@ -19,7 +19,10 @@ plus variants with filters and deep cursors. One line per request: the
 median of ``--repeat`` requests after one warm-up, and whether it is under
 300 ms. The ASGI client adds about a millisecond of its own.
 
-    python benchmarks/ui.py [--attempts 100000] [--events 1000000] [--repeat 5] [--postgres URL]
+    python benchmarks/ui.py [--attempts 100000] [--events 1000000] [--repeat 5] [--keys-per-run 50] [--postgres URL] [--only TEXT]
+
+``--keys-per-run 50000`` seeds the same number of attempts as one run
+(its run page, attempts and timeline at their largest).
 
 ``--postgres URL`` seeds and times a PostgreSQL store instead (the URL names
 an empty database the benchmark may fill; nothing is dropped).
@@ -50,6 +53,7 @@ from partita.store.liveness import current_owner_token
 from partita.store.schema import attempt_logs, attempts, daemons, events, invocations, run_tags, runs, trigger_requests
 from partita.ui import UiSettings, create_app
 from partita.ui.api.assets import MAX_API_STATUS_KEYS
+from partita.ui.asset_window import MAX_GRID_KEYS
 from partita.ui.routes import ROUTERS
 
 KEYS_PER_RUN = 50
@@ -103,8 +107,9 @@ def _chunks(rows: Iterator[tuple[Any, ...]]) -> Iterator[list[tuple[Any, ...]]]:
 class Seed:
     """Bulk rows shaped as partita writes them, through the store's own tables."""
 
-    def __init__(self, url: str, entry: Path, run_count: int, event_count: int) -> None:
+    def __init__(self, url: str, entry: Path, run_count: int, event_count: int, keys_per_run: int = KEYS_PER_RUN) -> None:
         self.url, self.entry, self.run_count, self.event_count = url, entry, run_count, event_count
+        self.keys_per_run = keys_per_run
         self.today = dt.datetime.now(dt.UTC).date()
         self.first = self.today - dt.timedelta(days=DAYS - 1)
         self.base = time.time() - run_count * 600.0
@@ -116,8 +121,8 @@ class Seed:
 
     def run_keys(self, number: int) -> list[str]:
         """The newest runs cover the newest days: run n covers a 50-day block counted back from today."""
-        offset = DAYS - KEYS_PER_RUN * (self.run_count - number)
-        return [self.key(offset + index) for index in range(KEYS_PER_RUN)]
+        offset = DAYS - self.keys_per_run * (self.run_count - number)
+        return [self.key(offset + index) for index in range(self.keys_per_run)]
 
     def plan(self) -> str:
         keys = self.run_keys(0)
@@ -132,7 +137,7 @@ class Seed:
             launch = LAUNCHES[number % len(LAUNCHES)]
             yield (
                 run_id, "failed" if failed else "success", started, started + 30.0, '["daily_total"]', "range", "date",
-                KEYS_PER_RUN, 2 * KEYS_PER_RUN, plan, '{"resources": {}, "callback_errors": []}', True, host, pid,
+                self.keys_per_run, 2 * self.keys_per_run, plan, '{"resources": {}, "callback_errors": []}', True, host, pid,
                 token, started + 30.0, launch, "archiving" if launch == "trigger" else "daily_totals", None,
             )
 
@@ -270,6 +275,9 @@ def _requests(seed: Seed) -> list[str]:
         if "{" not in path:
             requests.append(path)
     window = (seed.key(DAYS - MAX_API_STATUS_KEYS), seed.key(DAYS - 1))  # the largest window one request covers
+    # The grid's largest window: 100,000 days from the first, half of them with history.
+    widest = f"start={seed.key(0)}&end={(seed.first + dt.timedelta(days=MAX_GRID_KEYS - 1)).isoformat()}"
+    history = f"start={seed.key(0)}&end={seed.key(DAYS - 1)}"
     middle = seed.run_ids[len(seed.run_ids) // 2]
     requests += [
         "/api/v1/runs?limit=500",
@@ -288,6 +296,11 @@ def _requests(seed: Seed) -> list[str]:
         f"/api/v1/events?asset=exports&partition_key={seed.key(DAYS - 1)}",
         f"/runs/{failing}",
         "/runs?status=failed",
+        f"/assets/exports?{history}",
+        f"/assets/exports?{widest}",
+        f"/assets/daily_total/grid?{widest}",
+        f"/api/v1/assets/exports/status/ranges?{widest}",
+        f"/api/v1/assets/exports/status/ranges?{history}&limit=10000",
     ]
     return [request for request in dict.fromkeys(requests) if not request.endswith("/stream")]
 
@@ -297,28 +310,34 @@ def main() -> None:
     parser.add_argument("--attempts", type=int, default=100_000)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--keys-per-run", type=int, default=KEYS_PER_RUN,
+        help="Keys of each run (two attempts each): 50,000 makes the store one run of 100,000 attempts.",
+    )  # fmt: skip
     parser.add_argument("--postgres", metavar="URL", default=None, help="Seed and time this PostgreSQL store instead.")
+    parser.add_argument("--only", metavar="TEXT", default="", help="Time only the requests whose path holds TEXT.")
     arguments = parser.parse_args()
-    run_count = max(1, arguments.attempts // (2 * KEYS_PER_RUN))
+    keys_per_run = arguments.keys_per_run
+    run_count = max(1, arguments.attempts // (2 * keys_per_run))
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         url = arguments.postgres or f"sqlite:///{root}/ui.db"
         entry = root / "ui_entry.py"
-        seed = Seed(url, entry, run_count, arguments.events)
+        seed = Seed(url, entry, run_count, arguments.events, keys_per_run)
         entry.write_text(ENTRY.format(first=seed.first.isoformat()))
         started = time.perf_counter()
         seed.build()
         built = time.perf_counter() - started
         backend = "postgresql" if arguments.postgres else "sqlite"
         print(
-            f"setup ({backend}): {run_count * 2 * KEYS_PER_RUN:,} attempts in {run_count:,} runs, "
+            f"setup ({backend}): {run_count * 2 * keys_per_run:,} attempts in {run_count:,} runs, "
             f"{arguments.events:,} events, built in {built:.1f} s",
             file=sys.stderr,
         )
         settings = UiSettings(entry=str(entry), store_url=url, token=TOKEN)
         with TestClient(create_app(settings), raise_server_exceptions=False) as client:
             slow = 0
-            for request in _requests(seed):
+            for request in (request for request in _requests(seed) if arguments.only in request):
                 try:
                     median, status = _median_ms(client, request, arguments.repeat)
                 except Exception:  # noqa: BLE001 - one failing route is reported, the others still timed
