@@ -135,10 +135,11 @@ class Seed:
             started = self.base + number * 600.0
             failed = number % 7 == 0
             launch = LAUNCHES[number % len(LAUNCHES)]
+            finished = started + max(30.0, self.keys_per_run * 0.5 + 1.0)  # after its last attempt
             yield (
-                run_id, "failed" if failed else "success", started, started + 30.0, '["daily_total"]', "range", "date",
+                run_id, "failed" if failed else "success", started, finished, '["daily_total"]', "range", "date",
                 self.keys_per_run, 2 * self.keys_per_run, plan, '{"resources": {}, "callback_errors": []}', True, host, pid,
-                token, started + 30.0, launch, "archiving" if launch == "trigger" else "daily_totals", None,
+                token, finished, launch, "archiving" if launch == "trigger" else "daily_totals", None,
             )
 
     def _attempt_rows(self) -> Iterator[tuple[str, tuple[Any, ...] | None]]:
@@ -242,10 +243,18 @@ class Seed:
             )
 
 
+#: Requests timed as a first view too: the server keeps run pages it drew, so a repeat costs less.
+FIRST_VIEW = " (first view)"
+
+
 def _median_ms(client: TestClient, url: str, repeat: int) -> tuple[float, int]:
+    first_view = url.endswith(FIRST_VIEW)
+    url = url.removesuffix(FIRST_VIEW)
     client.get(url)  # warm-up: the first request of a route compiles its queries
     timings, status = [], 0
     for _ in range(repeat):
+        if first_view:
+            client.app.state.run_pages = None  # type: ignore[attr-defined]  # forget every page drawn
         started = time.perf_counter()
         response = client.get(url)
         timings.append((time.perf_counter() - started) * 1000)
@@ -295,6 +304,7 @@ def _requests(seed: Seed) -> list[str]:
         f"/api/v1/events?since={seed.event_count - 100}",
         f"/api/v1/events?asset=exports&partition_key={seed.key(DAYS - 1)}",
         f"/runs/{failing}",
+        f"/runs/{newest}{FIRST_VIEW}",
         "/runs?status=failed",
         f"/assets/exports?{history}",
         f"/assets/exports?{widest}",

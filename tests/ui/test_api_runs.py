@@ -63,6 +63,34 @@ def test_a_run_attempts_come_in_pages_of_asset_and_index(client: TestClient, sto
     assert [entry["attempt"]["blocked_by"] for entry in skipped] == [[{"asset": "exports", "attempt": 2}]]
 
 
+def test_a_run_without_its_attempts_keeps_every_task_status_and_count(
+    client: TestClient, store_url: str, monkeypatch: Any
+) -> None:
+    run = failing_run(store_url, monkeypatch).run_id
+    full = _get(client, f"/api/v1/runs/{run}", attempts="all")
+    bare = _get(client, f"/api/v1/runs/{run}", attempts="none")
+    assert full["attempts_listed"] is True and bare["attempts_listed"] is False
+    assert [task["attempts"] for task in bare["run"]["tasks"]] == [[], []]
+    for task in full["run"]["tasks"]:
+        task["attempts"] = []
+    assert bare["run"] == full["run"]  # statuses, counts, resources and the rest, read without the attempts
+    assert full["run"]["counts"] == {"success": 8, "failed": 1, "skipped": 1, "cancelled": 0}
+
+
+def test_a_large_run_is_described_without_its_attempts_unless_asked(
+    client: TestClient, store_url: str, monkeypatch: Any
+) -> None:
+    import partita.documents.runs as documents
+
+    run = run_entry(store_url).run_id  # 10 attempts
+    assert _get(client, f"/api/v1/runs/{run}")["attempts_listed"] is True
+    monkeypatch.setattr(documents, "MAX_LISTED_ATTEMPTS", 9)
+    assert _get(client, f"/api/v1/runs/{run}")["attempts_listed"] is False
+    assert _get(client, f"/api/v1/runs/{run}", attempts="all")["attempts_listed"] is True
+    refused = _get(client, f"/api/v1/runs/{run}", 422, attempts="some")
+    assert "attempts" in refused["error"]["message"]
+
+
 def test_attempts_name_keys_only_when_the_run_recorded_them(client: TestClient, store_url: str) -> None:
     run = run_entry(store_url, record_keys=False).run_id
     page = _get(client, f"/api/v1/runs/{run}/attempts")

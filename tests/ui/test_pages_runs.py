@@ -127,6 +127,25 @@ def test_a_large_run_is_counted_in_timeline_buckets_and_its_log_tail_catches_up_
     assert rest.text.count('class="line stream-log"') == 100 and "HX-Trigger-After-Settle" not in rest.headers
 
 
+def test_attempts_stamped_outside_their_run_s_span_are_grouped_in_its_buckets(store_url, client) -> None:
+    from partita.store.run_digest import RunDigest
+    from partita.store.schema import runs
+
+    result = run_days(store_url, "2026-08-01", "2027-04-27")  # 270 days: 540 attempts
+    store = open_store(store_url)
+    try:
+        with store.database.write() as connection:  # the run's own clock ran ahead of its workers'
+            connection.execute(
+                runs.update().where(runs.c.run_id == result.run_id).values(started_at=runs.c.finished_at - 0.01)
+            )
+        _, scan = RunDigest(store).read(result.run_id, buckets=120, now=0.0)
+    finally:
+        store.close()
+    assert sum(bucket.count for bucket in scan.buckets) == 540
+    assert len(scan.buckets) <= 2 * 120 and all(0 <= bucket.bucket < 120 for bucket in scan.buckets)
+    assert "exports: 270 success" in _main(client.get(f"/runs/{result.run_id}").text)
+
+
 def test_a_run_of_hostile_keys_shows_them_escaped_in_failures_timeline_and_logs(store_url, client) -> None:
     flow = entry_flow()
     tenants = Flow(["tenant_report"], registry=flow.registry, name="tenants", record_partition_keys=True)

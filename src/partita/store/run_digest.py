@@ -155,7 +155,7 @@ class RunDigest:
     def _scan(self, run_id: str, start: float, end: float, buckets: int) -> RunScan:
         width = max(end - start, 1e-3) / buckets
         with self._failures("summarize the run's attempts"), self._database.connect() as connection:
-            found = list(connection.exec_driver_sql(self._scan_sql(), (start, width, run_id)))
+            found = self._database.rows(connection, self._scan_sql(), (start, width, buckets - 1, run_id))
         groups: dict[tuple[str, str], list[int]] = {}
         counted: list[TimelineBucket] = []
         for asset, status, bucket, uninvoked, retried, materialized, count, first_start, last_finish in found:
@@ -181,11 +181,12 @@ class RunDigest:
         )
 
     def _scan_sql(self) -> str:
-        # SQLite's CAST truncates toward zero (starts are never before the run's); PostgreSQL's rounds, so FLOOR.
-        number = "CAST((started_at - ?) / ? AS INTEGER)"
+        # SQLite's CAST truncates toward zero; PostgreSQL's rounds, so FLOOR. The bucket is clamped to the
+        # drawing in SQL: a start outside the run's span (another host's clock) must not add a group per attempt.
+        number = "MIN(MAX(CAST((started_at - ?) / ? AS INTEGER), 0), ?)"
         if self._database.dialect == "postgresql":
-            number = "CAST(FLOOR((started_at - ?) / ?) AS INTEGER)"
-        return self._database.driver_sql(
+            number = "LEAST(GREATEST(CAST(FLOOR((started_at - ?) / ?) AS INTEGER), 0), ?)"
+        return (  # ? placeholders: `Database.rows` adapts them
             f"SELECT asset, status, CASE WHEN started_at IS NULL THEN NULL ELSE {number} END AS bucket, "
             "CASE WHEN invocations = 0 THEN 1 ELSE 0 END AS uninvoked, "
             "CASE WHEN invocations > 1 THEN 1 ELSE 0 END AS retried, "

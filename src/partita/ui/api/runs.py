@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse
 from partita.definitions.launch import LaunchKind, parse_tag
 from partita.documents.attempt_logs import LogFields, attempt_logs_body, log_query
 from partita.documents.attempts import attempts_body, parse_attempt_cursor
-from partita.documents.runs import RunView, run_summary
+from partita.documents.runs import MAX_LISTED_ATTEMPTS, RunView, run_summary
 from partita.store.protocol import AttemptQuery, RunFilter
 from partita.ui.api import PREFIX
 from partita.ui.api.params import Storable
@@ -74,9 +74,25 @@ def list_runs(
     return document_response("runs", body)
 
 
+#: What the attempts parameter asks of `RunView.read`.
+_LISTED: dict[str, bool | None] = {"auto": None, "all": True, "none": False}
+
+
 @router.get("/runs/{run_id}", summary="One run: every task's outcome (partita.run)")
-def show_run(run_id: RunId, context: Annotated[UiContext, Depends(ui_context)]) -> JSONResponse:
-    return document_response("run", RunView.read(context.store, run_id).body())
+def show_run(
+    run_id: RunId,
+    context: Annotated[UiContext, Depends(ui_context)],
+    attempts: Annotated[
+        Literal["auto", "all", "none"],
+        Query(
+            description=(
+                f"List every attempt in the record (all), none (none), or only for a run planned with at most "
+                f"{MAX_LISTED_ATTEMPTS:,} attempts (auto); /runs/{{id}}/attempts pages them."
+            )
+        ),
+    ] = "auto",
+) -> JSONResponse:
+    return document_response("run", RunView.read(context.store, run_id, attempts=_LISTED[attempts]).body())
 
 
 @router.get("/runs/{run_id}/attempts", summary="A page of one run's attempts, by asset and index (partita.attempts)")
