@@ -96,18 +96,23 @@ def test_an_event_published_by_another_thread_arrives_within_a_second_and_only_f
         store.close()
 
 
-def test_a_run_in_another_thread_sends_run_runs_and_logs_messages_within_a_second(
-    store_url, live_server, reader_of, tmp_path, monkeypatch
-) -> None:
+def _held_run(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, threading.Thread]:
+    """A run of two days, one at a time, to start in a thread: ``exports`` waits while the returned file exists."""
     hold = tmp_path / "hold"
     hold.touch()
     monkeypatch.setenv("PARTITA_TEST_HOLD", str(hold))
+    flow = entry_flow().with_store(store_url, record_partition_keys=True)
+    config = {"partition_range": ("2026-08-01", "2026-08-02"), "max_concurrency": 1}
+    return hold, threading.Thread(target=lambda: flow.run(flow.plan_from_text(config)))
+
+
+def test_a_run_in_another_thread_sends_run_runs_and_logs_messages_within_a_second(
+    store_url, live_server, reader_of, tmp_path, monkeypatch
+) -> None:
+    hold, worker = _held_run(store_url, tmp_path, monkeypatch)
     server = live_server()
     every = reader_of(f"{server.url}/api/v1/stream?initial=runs")
     every.next("runs")
-    flow = entry_flow().with_store(store_url, record_partition_keys=True)
-    config = {"partition_range": ("2026-08-01", "2026-08-02"), "max_concurrency": 1}
-    worker = threading.Thread(target=lambda: flow.run(flow.plan_from_text(config)))
     worker.start()
     store = open_store(store_url)
     try:
@@ -138,16 +143,11 @@ def test_a_run_in_another_thread_sends_run_runs_and_logs_messages_within_a_secon
 def test_an_asset_stream_hears_of_a_failure_inside_a_running_run_within_a_second(
     store_url, live_server, reader_of, tmp_path, monkeypatch
 ) -> None:
-    hold = tmp_path / "hold"
-    hold.touch()
-    monkeypatch.setenv("PARTITA_TEST_HOLD", str(hold))
+    hold, worker = _held_run(store_url, tmp_path, monkeypatch)
     monkeypatch.setenv("PARTITA_TEST_FAIL_DAYS", "2026-08-01")
     server = live_server()
     grid = reader_of(f"{server.url}/api/v1/stream?asset=exports&initial=attempts")
     grid.next("attempts")
-    flow = entry_flow().with_store(store_url, record_partition_keys=True)
-    config = {"partition_range": ("2026-08-01", "2026-08-02"), "max_concurrency": 1}
-    worker = threading.Thread(target=lambda: flow.run(flow.plan_from_text(config)))
     worker.start()  # 2026-08-01 fails at once; 2026-08-02 is held, so the run stays running
     store = open_store(store_url)
     try:

@@ -49,6 +49,8 @@ API_SELECTION_FIELDS = SelectionFields(keys="partition_key", range="start/end", 
 
 AssetName = Annotated[Storable, Path(max_length=200, description="The asset's name, as `partita assets` lists it.")]
 KeyText = Annotated[Storable | None, Query(max_length=200)]
+WindowStart = Annotated[KeyText, Query(description="The window's first key (canonical text); needs end.")]
+WindowEnd = Annotated[KeyText, Query(description="The window's last key (canonical text); needs start.")]
 
 
 def _definition(context: UiContext, name: str) -> tuple[AssetDefinition, dict[str, AssetDefinition]]:
@@ -95,8 +97,8 @@ def _check_window(definition: AssetDefinition, start: str, end: str) -> None:
 def asset_status_document(
     name: AssetName,
     context: Annotated[UiContext, Depends(ui_context)],
-    start: Annotated[KeyText, Query(description="The window's first key (canonical text); needs end.")] = None,
-    end: Annotated[KeyText, Query(description="The window's last key (canonical text); needs start.")] = None,
+    start: WindowStart = None,
+    end: WindowEnd = None,
 ) -> JSONResponse:
     definition, closure = _definition(context, name)
     if (start is None) != (end is None):
@@ -126,8 +128,8 @@ def asset_status_document(
 def asset_status_ranges(
     name: AssetName,
     context: Annotated[UiContext, Depends(ui_context)],
-    start: Annotated[KeyText, Query(description="The window's first key (canonical text); needs end.")] = None,
-    end: Annotated[KeyText, Query(description="The window's last key (canonical text); needs start.")] = None,
+    start: WindowStart = None,
+    end: WindowEnd = None,
     limit: Annotated[int, Query(ge=1, le=MAX_STATUS_RANGES, description="At most this many ranges.")] = 1000,
 ) -> JSONResponse:
     definition, _ = _definition(context, name)
