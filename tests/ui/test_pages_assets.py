@@ -99,7 +99,8 @@ def test_a_downstream_of_failed_keys_shows_them_missing(seeded: HeldRun, client:
 
 def test_the_grid_fragment_updates_on_the_assets_events_and_running_runs_attempts(seeded: HeldRun, client: TestClient) -> None:
     page = client.get("/assets/exports", params=WINDOW, headers=HTML).text
-    assert 'hx-ext="sse" sse-connect="/api/v1/stream?asset=exports"' in page
+    connect = re.search(r'sse-connect="/api/v1/stream\?asset=exports&amp;initial=events&amp;shown_events=(\d+)"', page)
+    assert connect is not None and int(connect.group(1)) > 0  # the newest exports event the page was drawn with
     assert 'hx-get="/assets/exports/grid?start=2026-08-01&amp;end=2026-08-10" hx-trigger="sse:events, sse:attempts" hx-swap="outerHTML"' in page
     fragment = client.get("/assets/exports/grid", params=WINDOW, headers=HTML)
     assert fragment.status_code == 200

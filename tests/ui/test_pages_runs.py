@@ -179,7 +179,8 @@ def test_the_events_page_filters_by_asset_and_key_newest_first(store_url, client
     assert ids == sorted(ids, reverse=True) and len(ids) == 4
     exports = client.get("/events", params={"asset": "exports"}).text
     assert exports.count("<td>exports</td>") == 2 and "<td>daily_total</td>" not in exports
-    assert 'sse-connect="/api/v1/stream?asset=exports&amp;initial=events"' in exports
+    newest_exports = max(int(i) for i in re.findall(r'<td class="num">(\d+)</td>', exports))
+    assert f'sse-connect="/api/v1/stream?asset=exports&amp;initial=events&amp;shown_events={newest_exports}"' in exports
     one = client.get("/events", params={"asset": "exports", "partition_key": "2026-08-02"}).text
     assert one.count("<td>exports</td>") == 1 and "2026-08-01" not in _main(one).split("<tbody>", 1)[1]
     alone = client.get("/events", params={"partition_key": "2026-08-02"}, headers=HTML)

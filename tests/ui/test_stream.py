@@ -106,6 +106,25 @@ def _held_run(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     return hold, threading.Thread(target=lambda: flow.run(flow.plan_from_text(config)))
 
 
+def test_a_page_that_shows_the_newest_event_is_not_sent_it_again_but_a_newer_one_at_once(
+    store_url, live_server, reader_of
+) -> None:
+    from partita.events.external import publish_event
+
+    store = open_store(store_url)
+    try:
+        shown = publish_event(store, entry_flow(), "exports", partition_key="2026-08-05").id
+        server = live_server()
+        current = reader_of(f"{server.url}/api/v1/stream?asset=exports&initial=events,attempts&shown_events={shown}")
+        current.next("attempts")  # the first read is over: its events message was left out
+        with pytest.raises(AssertionError, match="no 'events' message"):
+            current.next("events", timeout=0.5)
+        behind = reader_of(f"{server.url}/api/v1/stream?asset=exports&initial=events&shown_events={shown - 1}")
+        assert behind.next("events").data == str(shown)
+    finally:
+        store.close()
+
+
 def test_a_run_in_another_thread_sends_run_runs_and_logs_messages_within_a_second(
     store_url, live_server, reader_of, tmp_path, monkeypatch
 ) -> None:

@@ -61,6 +61,8 @@ class Subscription:
     loop: asyncio.AbstractEventLoop
     #: Messages sent with their current value on the first read, whether or not anything changed.
     initial: frozenset[MessageKind] = frozenset()
+    #: The newest event id the client's page already shows: an initial ``events`` message equal to it is not sent.
+    shown_events: int | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     closed: bool = False
     #: Not read for yet (the poller's next read sends the ``initial`` messages).
@@ -140,10 +142,15 @@ class ChangeFeed:
             return len(self._subscriptions)
 
     def subscribe(
-        self, *, run_id: str | None = None, asset: str | None = None, initial: frozenset[MessageKind] = frozenset()
+        self,
+        *,
+        run_id: str | None = None,
+        asset: str | None = None,
+        initial: frozenset[MessageKind] = frozenset(),
+        shown_events: int | None = None,
     ) -> Subscription:
         """A new subscription, called on the client's event loop; closed at once when the feed is."""
-        subscription = Subscription(run_id, asset, asyncio.get_running_loop(), initial)
+        subscription = Subscription(run_id, asset, asyncio.get_running_loop(), initial, shown_events)
         with self._lock:
             if self._closed:
                 subscription.close()
@@ -329,14 +336,12 @@ class ChangeFeed:
         if MessageKind.RUNS in initial or changed.runs:
             offer(MessageKind.RUNS, str(seen.runs_generation))
         asset = subscription.asset
-        if asset is None:
-            if MessageKind.EVENTS in initial or changed.events:
-                offer(MessageKind.EVENTS, str(seen.events))
-        else:
-            if MessageKind.EVENTS in initial or asset in changed.assets:
-                offer(MessageKind.EVENTS, str(seen.asset_events.get(asset, 0)))
-            if MessageKind.ATTEMPTS in initial or changed.attempts:
-                offer(MessageKind.ATTEMPTS, str(seen.attempts_generation))
+        newest = seen.events if asset is None else seen.asset_events.get(asset, 0)
+        catch_up = MessageKind.EVENTS in initial and newest != subscription.shown_events
+        if catch_up or (changed.events if asset is None else asset in changed.assets):
+            offer(MessageKind.EVENTS, str(newest))
+        if asset is not None and (MessageKind.ATTEMPTS in initial or changed.attempts):
+            offer(MessageKind.ATTEMPTS, str(seen.attempts_generation))
         run_id = subscription.run_id
         if run_id is None:
             return
@@ -361,10 +366,15 @@ class _Changes:
 
 @contextlib.contextmanager
 def subscribed(
-    feed: ChangeFeed, *, run_id: str | None, asset: str | None, initial: frozenset[MessageKind] = frozenset()
+    feed: ChangeFeed,
+    *,
+    run_id: str | None,
+    asset: str | None,
+    initial: frozenset[MessageKind] = frozenset(),
+    shown_events: int | None = None,
 ) -> Iterator[Subscription]:
     """A subscription for the length of a ``with`` block (a client's stream)."""
-    subscription = feed.subscribe(run_id=run_id, asset=asset, initial=initial)
+    subscription = feed.subscribe(run_id=run_id, asset=asset, initial=initial, shown_events=shown_events)
     try:
         yield subscription
     finally:

@@ -14,7 +14,9 @@ A client names in ``initial`` the messages it wants at once with their
 current value, to catch up on what changed between its page's rendering and
 its connection; one that reconnects (sending ``Last-Event-ID``, the number
 of the last read it heard of) gets every message's current value. Others
-hear only of changes. A comment line every
+hear only of changes. ``shown_events`` names the newest event id the
+client's page was drawn with: the initial ``events`` message is then sent
+only when a newer event exists (a page catches up without a second read). A comment line every
 `HEARTBEAT_SECONDS` keeps proxies from closing an idle stream. A client
 that goes away is unsubscribed at once; a server that shuts down ends every
 stream first (`partita.ui.serving`), so it never waits for open pages.
@@ -95,6 +97,14 @@ async def stream(
             description="Messages to send at once with their current value (comma-separated names).",
         ),
     ] = None,
+    shown_events: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=2**63 - 1,
+            description="The newest event id the client already shows: an initial events message equal to it is left out.",
+        ),
+    ] = None,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=64)] = None,
 ) -> StreamingResponse:
     # A browser that reconnects missed what changed while it was away: it gets every message's current value.
@@ -108,7 +118,7 @@ async def stream(
         run_id = (await asyncio.to_thread(context.store.get_run, run_id)).run_id
 
     async def body() -> AsyncIterator[str]:
-        with subscribed(feed, run_id=run_id, asset=asset, initial=wanted) as subscription:
+        with subscribed(feed, run_id=run_id, asset=asset, initial=wanted, shown_events=shown_events) as subscription:
             async for text in sse_messages(subscription):
                 yield text
 

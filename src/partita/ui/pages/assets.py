@@ -14,6 +14,7 @@ from partita.operations.status import KeyState, PartitionStates
 from partita.operations.status_layout import SYMBOLS
 from partita.planning.lineage import Lineage
 from partita.planning.plan import describe_asset
+from partita.store.change_markers import ChangeMarkers
 from partita.ui.asset_window import (
     AssetRef,
     Window,
@@ -106,7 +107,11 @@ def _read_grid(
 @router.get("/assets/{name}")
 def asset_page(request: Request, name: str, context: Context, start: WindowBound = None, end: WindowBound = None) -> Response:
     asset = find_asset(context, name)
+    # Read before the grid: an event stored after this id reaches the page through its stream's first message.
+    with ChangeMarkers(context.store).reading() as markers:
+        page_events = markers.newest_event_ids([asset.name])[asset.name]
     page, code = _read_grid(context, asset, start, end)
+    page["shown_events"] = page_events
     page["described"] = describe_asset(asset.definition)
     page["flow"] = asset.flow.name
     page["given_start"], page["given_end"] = start or "", end or ""

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
 from partita.events.model import AssetEvent
-from partita.store.change_markers import newest_events
+from partita.store.change_markers import ChangeMarkers, newest_events
 from partita.ui.context import UiContext, ui_context
 from partita.ui.security import require_reader
 from partita.ui.templating import render
@@ -91,10 +91,11 @@ def events_page(
     context: Annotated[UiContext, Depends(ui_context)],
     query: Annotated[EventsQuery, Depends(events_query)],
 ) -> Response:
-    # initial: the feed's current state at once, for what changed between this rendering and the connection.
-    stream = "/api/v1/stream?" + urlencode(
-        {"asset": query.asset, "initial": "events"} if query.asset else {"initial": "events"}
-    )
+    # The newest event id, read before the feed: the stream's first message says only whether a newer one came.
+    with ChangeMarkers(context.store).reading() as markers:
+        newest = markers.newest_event_ids([query.asset])[query.asset] if query.asset else markers.newest_event_id()
+    fields = {"asset": query.asset} if query.asset else {}
+    stream = "/api/v1/stream?" + urlencode({**fields, "initial": "events", "shown_events": newest})
     page = {
         **_feed(context, query),
         "assets": _asset_names(context),
