@@ -372,3 +372,59 @@ def test_a_run_on_a_local_cluster_of_its_own_returns_its_outputs_after_the_clust
     assert result.status is p.RunStatus.SUCCESS, _failures(result)
     assert result.output("total") == 81 + 91  # fetched before its cluster closed
     pickle.dumps(result.output("total"))
+
+
+# -- discovery and materialization from workers ---------------------------------------------
+
+TENANTS = p.PartitionAtRuntime("dask_tenants", max_keys=10)
+
+
+@p.asset(partition_def=TENANTS, registry=REGISTRY)
+def tenants(context):
+    for key in ("acme", "globex"):
+        context.add_partition(key, extra={"pid": os.getpid()})
+    return {"acme": 4, "globex": 6}
+
+
+@p.asset(partition_def=TENANTS, registry=REGISTRY)
+def tenant_load(context, tenants):
+    return (context.partition_key, tenants, os.getpid())
+
+
+def test_a_producer_on_a_worker_discovers_keys_that_fan_out_in_the_same_run(dask_client, store_url):
+    flow = _flow(["tenant_load"], executor=p.DaskExecutor(client=dask_client), store=store_url)
+
+    result = flow.run()
+
+    assert result.status is p.RunStatus.SUCCESS, _failures(result)
+    assert [key.key for key in result.discoveries["tenants"]] == ["acme", "globex"]
+    assert result.discoveries["tenants"][0].extra["pid"] != os.getpid()
+    loaded = {attempt.partition_key: result.output("tenant_load", attempt.partition_key)[:2]
+              for attempt in result.tasks["tenant_load"].attempts}
+    assert loaded == {"acme": ("acme", 4), "globex": ("globex", 6)}
+
+
+def test_materialized_outputs_from_workers_are_committed_and_reused_by_the_next_run(dask_client, tmp_path):
+    registry = p.AssetRegistry()
+    files = p.FileMaterialization(tmp_path / "outputs")
+    letters = p.StaticPartitionDef("mat_letters", ["a", "b"])
+
+    @p.asset(partition_def=letters, materialization=files, version="1", registry=registry)
+    def committed(context):
+        return {"letter": context.partition_key, "pid": os.getpid()}
+
+    @p.asset(partition_def=letters, registry=registry)
+    def reads_committed(committed):
+        return committed["letter"].upper()
+
+    flow = p.Flow(["reads_committed"], registry=registry, executor=p.DaskExecutor(client=dask_client))
+    config = {"partition_keys": ["a", "b"]}
+
+    first = flow.run(config)
+    second = flow.run(config)
+
+    assert first.status is second.status is p.RunStatus.SUCCESS, (_failures(first), _failures(second))
+    assert {a.resolution for a in first.tasks["committed"].attempts} == {p.Resolution.EXECUTED}
+    assert {a.resolution for a in second.tasks["committed"].attempts} == {p.Resolution.MATERIALIZED}
+    assert second.tasks["committed"].attempts[0].output["pid"] != os.getpid()  # computed on a worker
+    assert [second.output("reads_committed", key) for key in ("a", "b")] == ["A", "B"]
