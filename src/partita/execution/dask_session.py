@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import queue
 import sys
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import cloudpickle
 
 from partita.errors import ExecutionError
 from partita.execution.inputs import PartitionedOutputs
@@ -31,7 +33,6 @@ from partita.results.deferred import DeferredOutput
 __all__ = ["DaskOutput", "DaskSession"]
 
 Deliver = Callable[[list[Completion]], None]
-_STOP = object()
 
 
 class DaskOutput(DeferredOutput):
@@ -90,27 +91,26 @@ class _Pending:
     token: Any
     asset_name: str
     body: Any
-    summary: Any
     submitted: float
 
 class DaskSession:
-    """One run's use of a cluster: its futures, its output handles, its collector thread."""
+    """One run's use of a cluster: its futures, its output handles, its summaries topic."""
 
     def __init__(
         self, client: Any, cluster: Any, *, owns_client: bool, loop: asyncio.AbstractEventLoop, deliver: Deliver
     ) -> None:
-        from partita.execution.dask_tasks import pack_body, run_body, summary_of
+        from partita.execution.dask_tasks import pack_body, run_body
 
         self._client, self._cluster, self._owns_client = client, cluster, owns_client
-        self._pack_body, self._run_body, self._summary_of = pack_body, run_body, summary_of
+        self._pack_body, self._run_body = pack_body, run_body
         self._inbox = CompletionInbox(loop, deliver)
-        self._finished: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._lock = threading.Lock()  # guards _pending: the loop adds, the collector removes
+        self._lock = threading.Lock()  # guards _pending: the loop adds, Dask's threads remove
         self._pending: dict[str, _Pending] = {}
         self._outputs: weakref.WeakSet[DaskOutput] = weakref.WeakSet()
         self._closed = False
-        self._collector = threading.Thread(target=self._collect, name="partita-dask-collector", daemon=True)
-        self._collector.start()
+        # Workers publish each body's summary on this run's topic; the scheduler forwards it here.
+        self._topic = f"partita-summaries-{uuid.uuid4().hex}"
+        client.subscribe_topic(self._topic, self._summary_arrived)
 
     def submit(self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], asset_name: str, emitter: Any) -> None:
         run_id = getattr(emitter, "run_id", None) or "run"
@@ -119,66 +119,57 @@ class DaskSession:
         plain, inputs, gathered = _split_inputs(kwargs)
         _pickle_unimportable_modules(fn)
         submitted = time.time()
+        entry = _Pending(token, asset_name, None, submitted)
+        with self._lock:
+            self._pending[key] = entry  # before the submit: the summary may arrive at once
         try:
-            client = self._client
             payload = self._pack_body(fn, plain, emitter)
-            body = client.submit(self._run_body, payload, inputs, gathered, key=key, pure=False, retries=0)
-            summary = client.submit(self._summary_of, body, key=f"{key}-summary", pure=False, retries=0)
+            entry.body = self._client.submit(
+                self._run_body, payload, inputs, gathered, self._topic, key=key, pure=False, retries=0
+            )
         except Exception as exc:  # noqa: BLE001 - what cannot be sent fails its own attempt
+            with self._lock:
+                self._pending.pop(key, None)
             error = ExecutionError(
                 f"asset {asset_name!r}: its body or inputs cannot be sent to the Dask cluster: {type(exc).__name__}: {exc}"
             )
             self._inbox.put((token, False, error, submitted, time.time()))
             return
-        entry = _Pending(token, asset_name, body, summary, submitted)
+        entry.body.add_done_callback(self._body_done)
+
+    def _summary_arrived(self, event: tuple[float, Any]) -> None:
+        """On the client's thread: a body's summary, published by its worker when the body ended."""
+        message = event[1]
         with self._lock:
-            self._pending[summary.key] = entry
-        summary.add_done_callback(functools.partial(self._finished_put, entry))
+            entry = None if self._closed else self._pending.pop(message["key"], None)
+        if entry is None:
+            return  # the run is over, or the cluster failed the task first
+        try:
+            summary = cloudpickle.loads(message["summary"])
+        except Exception as exc:  # noqa: BLE001 - a summary that cannot be rebuilt here fails its attempt
+            error = ExecutionError(
+                f"asset {entry.asset_name!r}: its outcome cannot be received from the Dask worker: "
+                f"{type(exc).__name__}: {exc}"
+            )
+            self._inbox.put((entry.token, False, error, entry.submitted, time.time()))
+            return
+        self._inbox.put(self._completion(entry, summary))
 
-    def _finished_put(self, entry: _Pending, _future: Any) -> None:
-        self._finished.put(entry)  # on Dask's callback thread: the collector does the fetching
-
-    # -- the collector thread ---------------------------------------------------
-
-    def _collect(self) -> None:
-        while True:
-            batch = [self._finished.get()]
-            while True:
-                try:
-                    batch.append(self._finished.get_nowait())
-                except queue.Empty:
-                    break
-            stop = any(entry is _STOP for entry in batch)
-            entries = [entry for entry in batch if entry is not _STOP]
-            with self._lock:
-                closed = self._closed
-                for entry in entries:
-                    self._pending.pop(entry.summary.key, None)
-            if entries and not closed:
-                for completion in self._completions(entries):
-                    if not self._inbox.put(completion):
-                        return
-            if stop:
-                return
-
-    def _completions(self, entries: list[_Pending]) -> list[Completion]:
-        finished = [entry for entry in entries if entry.summary.status == "finished"]
-        summaries: dict[int, Any] = {}
-        if finished:
-            try:
-                fetched = self._client.gather([entry.summary for entry in finished])
-                summaries = {id(entry): summary for entry, summary in zip(finished, fetched, strict=True)}
-            except Exception:  # noqa: BLE001 - one lost summary must not fail the batch: fetched one by one below
-                summaries = {}
-        return [self._completion(entry, summaries.get(id(entry))) for entry in entries]
+    def _body_done(self, future: Any) -> None:
+        """On Dask's callback thread: only a task the cluster failed (its worker died, it was cancelled) matters here."""
+        if future.status == "finished":
+            return  # its summary arrives (or arrived) on the topic
+        with self._lock:
+            entry = None if self._closed else self._pending.pop(future.key, None)
+        if entry is None:
+            return
+        try:
+            exc: BaseException = future.exception()
+        except BaseException as cancelled:  # noqa: BLE001 - a cancelled future raises instead
+            exc = cancelled
+        self._inbox.put((entry.token, False, _cluster_failure(entry.asset_name, exc), entry.submitted, time.time()))
 
     def _completion(self, entry: _Pending, summary: Any) -> Completion:
-        now = time.time()
-        if summary is None:
-            try:
-                summary = entry.summary.result()
-            except BaseException as exc:  # noqa: BLE001 - the cluster failed the task, not the body
-                return (entry.token, False, _cluster_failure(entry.asset_name, exc), entry.submitted, now)
         value: Any
         if summary.succeeded:
             value = DaskOutput(entry.body)
@@ -197,22 +188,23 @@ class DaskSession:
             self._closed = True
             pending = list(self._pending.values())
             self._pending.clear()
-        self._finished.put(_STOP)
         client = self._client
-        futures = [future for entry in pending for future in (entry.summary, entry.body)]
+        futures = [entry.body for entry in pending if entry.body is not None]
         try:
+            client.unsubscribe_topic(self._topic)
             if futures:
                 # Bodies already running on workers run to their end; their results are dropped.
                 client.cancel(futures)
             if self._cluster is not None:
                 self._fetch_kept_outputs()
+            else:
+                _forget_topic(client, self._topic)
         finally:
             if self._owns_client:
                 client.close()
             if self._cluster is not None:
                 self._cluster.close()
-        self._collector.join(wait)
-        return not self._collector.is_alive()
+        return True
 
     def _fetch_kept_outputs(self) -> None:
         """The cluster ends with the run: the outputs still held come to the driver first (one gather)."""
@@ -227,6 +219,20 @@ class DaskSession:
             return
         for output, envelope in zip(held, envelopes, strict=True):
             output.fetched(envelope.value)
+
+def _forget_topic(client: Any, topic: str) -> None:
+    """Drop the run's summaries from the scheduler's event log (best effort: it is bounded anyway)."""
+
+    def forget(dask_scheduler: Any, topic: str = topic) -> None:
+        broker = getattr(dask_scheduler, "_broker", None)  # no public call drops a topic's log
+        if broker is not None:
+            broker.truncate(topic)
+
+    try:
+        client.run_on_scheduler(forget)
+    except Exception:  # noqa: BLE001 - a scheduler that refuses keeps a bounded log
+        pass
+
 
 def _cluster_failure(asset_name: str, exc: BaseException) -> BaseException:
     """Why the cluster failed a task (its worker died, it was cancelled, its inputs were lost), named for the attempt."""

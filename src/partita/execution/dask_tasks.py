@@ -1,16 +1,15 @@
 """What runs on a Dask worker for the Dask executor: one body per task, its outcome split in two.
 
-A body's task returns an `Envelope`: the output (which stays in the
-worker's memory, and moves only to the workers of the bodies that read it)
-and a small `BodySummary` (whether it succeeded, its exception, its log
-lines, its times). The driver asks the cluster for the summary alone,
-through a second task that reads it out of the envelope on the same worker,
-so an output reaches the driver only when someone asks for it.
+A body's task returns an `Envelope` holding the output, which stays in the
+worker's memory and moves only to the workers of the bodies that read it.
+What the driver needs (whether it succeeded, its exception, its log lines,
+its times) is a small `BodySummary` the worker publishes on the run's event
+topic before the task ends; the scheduler forwards it to the driver's
+client. An output reaches the driver only when someone asks for it.
 
-A body's exception is caught here and travels back in the summary, so a
-task errs on the cluster only when the cluster itself failed it (its
-worker died, its inputs could not be loaded): the driver tells the two
-apart.
+A body's exception is caught here and travels in the summary, so a task
+errs on the cluster only when the cluster itself failed it (its worker
+died, its inputs could not be loaded): the driver tells the two apart.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import cloudpickle
+import distributed
 from dask.sizeof import sizeof
 
 from partita.errors import ExecutionError
@@ -31,7 +31,7 @@ from partita.execution.log_capture import RemoteOutcome
 from partita.partitions.base import PartitionDef
 from partita.results.logs import LogRow
 
-__all__ = ["BodySummary", "Envelope", "pack_body", "run_body", "summary_of"]
+__all__ = ["BodySummary", "Envelope", "pack_body", "run_body"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ class Envelope:
     """A body's task result on the cluster: the output and its summary."""
 
     value: Any
-    summary: BodySummary
+    summary: BodySummary | None
 
 
 @sizeof.register(Envelope)
@@ -75,8 +75,16 @@ def pack_body(fn: Callable[..., Any], kwargs: dict[str, Any], emitter: Any) -> b
     return cloudpickle.dumps((fn, kwargs, emitter), protocol=5)
 
 
-def run_body(payload: bytes, inputs: dict[str, Envelope], gathered: dict[str, Gathered]) -> Envelope:
-    """Call one body on a worker with its inputs unwrapped; its exception is returned, not raised."""
+def run_body(payload: bytes, inputs: dict[str, Envelope], gathered: dict[str, Gathered], topic: str) -> Envelope:
+    """Call one body on a worker with its inputs unwrapped; publish its summary; keep its output."""
+    envelope = _call_body(payload, inputs, gathered)
+    summary = cloudpickle.dumps(envelope.summary, protocol=5)
+    # Published before the task ends; a summary that cannot be published fails the task instead.
+    distributed.get_worker().log_event(topic, {"key": distributed.get_worker().get_current_task(), "summary": summary})
+    return Envelope(envelope.value, None)
+
+
+def _call_body(payload: bytes, inputs: dict[str, Envelope], gathered: dict[str, Gathered]) -> Envelope:
     fn, kwargs, emitter = cloudpickle.loads(payload)
     del payload
     for name, envelope in inputs.items():
@@ -112,8 +120,3 @@ def _sendable(exc: BaseException) -> BaseException:
             f"the body raised {type(exc).__name__}: {exc}; the exception cannot be sent back from the Dask worker: {reason}"
         )
     return exc
-
-
-def summary_of(envelope: Envelope) -> BodySummary:
-    """The small half of a body's outcome: the only part the driver fetches when the body ends."""
-    return envelope.summary
