@@ -173,7 +173,8 @@ class DaskSession:
         value: Any
         if summary.succeeded:
             value = DaskOutput(entry.body)
-            self._outputs.add(value)
+            with self._lock:  # close() walks the handles from the loop's thread
+                self._outputs.add(value)
         else:
             value = summary.error
         if summary.lines is not None:
@@ -208,7 +209,8 @@ class DaskSession:
 
     def _fetch_kept_outputs(self) -> None:
         """The cluster ends with the run: the outputs still held come to the driver first (one gather)."""
-        held = [output for output in list(self._outputs) if output.held]
+        with self._lock:
+            held = [output for output in self._outputs if output.held]
         if not held:
             return
         try:
@@ -219,6 +221,7 @@ class DaskSession:
             return
         for output, envelope in zip(held, envelopes, strict=True):
             output.fetched(envelope.value)
+
 
 def _forget_topic(client: Any, topic: str) -> None:
     """Drop the run's summaries from the scheduler's event log (best effort: it is bounded anyway)."""
