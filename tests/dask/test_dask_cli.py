@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -82,8 +83,9 @@ def test_run_with_an_unreachable_scheduler_exits_4_naming_it_and_records_no_run(
     assert result.returncode == 4, result.stderr
     assert "cannot reach the scheduler at tcp://127.0.0.1:1" in result.stderr
     assert "Traceback" not in result.stderr
-    runs = _partita("runs", "--store", f"sqlite:///{tmp_path}/p.db", "--json", cwd=tmp_path)
-    assert '"runs": []' in runs.stdout.replace("\n", "").replace("  ", "") or runs.returncode != 0
+    runs = _partita("runs", "list", "--store", f"sqlite:///{tmp_path}/p.db", "--json", cwd=tmp_path)
+    assert runs.returncode == 0, runs.stderr
+    assert json.loads(runs.stdout)["runs"] == []
 
 
 def test_a_bad_executor_value_exits_2_naming_the_option_and_the_accepted_forms(tmp_path):
