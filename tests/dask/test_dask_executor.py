@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -357,11 +359,21 @@ def test_flow_accepts_dask_executor_forms_and_names_them_when_rejecting_one():
         _flow(["announced"], executor="cluster")
 
 
-def test_a_dask_executor_without_distributed_installed_names_the_extra(monkeypatch):
-    monkeypatch.setitem(__import__("sys").modules, "distributed", None)
+def test_a_dask_executor_without_distributed_installed_names_the_extra(tmp_path):
+    # A fresh interpreter where dask, distributed and cloudpickle cannot be imported.
+    script = (
+        "import sys\n"
+        "for name in ('dask', 'distributed', 'cloudpickle'): sys.modules[name] = None\n"
+        "import partita\n"
+        "try:\n"
+        "    partita.DaskExecutor()\n"
+        "except partita.ConfigurationError as error:\n"
+        "    print(error)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
 
-    with pytest.raises(p.ConfigurationError, match=r"pip install 'partita\[dask\]'"):
-        p.DaskExecutor()
+    assert result.returncode == 0, result.stderr
+    assert "pip install 'partita[dask]'" in result.stdout
 
 
 def test_a_run_on_a_local_cluster_of_its_own_returns_its_outputs_after_the_cluster_closed():

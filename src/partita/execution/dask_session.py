@@ -22,8 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import cloudpickle
-
 from partita.errors import ExecutionError
 from partita.execution.inputs import PartitionedOutputs
 from partita.execution.log_capture import RemoteOutcome
@@ -99,10 +97,12 @@ class DaskSession:
     def __init__(
         self, client: Any, cluster: Any, *, owns_client: bool, loop: asyncio.AbstractEventLoop, deliver: Deliver
     ) -> None:
+        import cloudpickle  # with dask: this module is imported without the extra installed
+
         from partita.execution.dask_tasks import pack_body, run_body
 
         self._client, self._cluster, self._owns_client = client, cluster, owns_client
-        self._pack_body, self._run_body = pack_body, run_body
+        self._pack_body, self._run_body, self._loads = pack_body, run_body, cloudpickle.loads
         self._inbox = CompletionInbox(loop, deliver)
         self._lock = threading.Lock()  # guards _pending: the loop adds, Dask's threads remove
         self._pending: dict[str, _Pending] = {}
@@ -145,7 +145,7 @@ class DaskSession:
         if entry is None:
             return  # the run is over, or the cluster failed the task first
         try:
-            summary = cloudpickle.loads(message["summary"])
+            summary = self._loads(message["summary"])
         except Exception as exc:  # noqa: BLE001 - a summary that cannot be rebuilt here fails its attempt
             error = ExecutionError(
                 f"asset {entry.asset_name!r}: its outcome cannot be received from the Dask worker: "
