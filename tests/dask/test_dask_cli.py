@@ -110,3 +110,36 @@ def test_a_sqlite_store_with_a_remote_scheduler_exits_2_before_anything_runs(tmp
     assert result.returncode == 2, result.stderr
     assert "SQLite file on this machine" in result.stderr
     assert "scheduler.example:8786" in result.stderr
+
+
+TRIGGERED = """
+import os
+
+from partita import DatePartitionDef, Flow, OnAssetEvents, asset
+
+
+@asset(partition_def=DatePartitionDef())
+def raw():
+    return 1
+
+
+@asset(partition_def=DatePartitionDef())
+def consumer(context):
+    return [len(context.triggering_events), os.getpid()]
+
+
+consumer_flow = Flow(["consumer"], name="consumer_flow", trigger=OnAssetEvents(["raw"]))
+"""
+
+
+def test_trigger_once_with_executor_dask_runs_the_due_consumer_run_on_a_local_cluster(tmp_path):
+    (tmp_path / "entry.py").write_text(TRIGGERED)
+    store = f"sqlite:///{tmp_path}/p.db"
+    emitted = _partita("events", "emit", "raw", "entry.py", "--partition-key", "2026-08-08", "--store", store,
+                       cwd=tmp_path)
+    assert emitted.returncode == 0, emitted.stderr
+
+    result = _partita("trigger", "entry.py", "--once", "--executor", "dask", "--store", store, cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "1 succeeded" in result.stdout + result.stderr
