@@ -7,7 +7,7 @@ dependency chain with ``client.submit`` and futures, every key submitted at
 once, waited for with ``distributed.wait``. One cluster serves both; the
 median of ``--repeat`` runs each; one line per figure and the ratio.
 
-    python benchmarks/dask_chain.py [--keys 3334] [--repeat 3] [--max-concurrency 64]
+    python benchmarks/dask_chain.py [--keys 3334] [--repeat 3] [--max-concurrency 256]
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=3334, help="keys per asset (3 attempts each)")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--max-concurrency", type=int, default=64, help="partita's in-flight attempts")
+    parser.add_argument("--max-concurrency", type=int, default=256, help="partita's in-flight attempts")
     args = parser.parse_args()
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
