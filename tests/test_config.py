@@ -47,13 +47,26 @@ def test_one_folder_with_both_files_is_an_error_naming_the_folder(tmp_path: Path
 
 
 def test_an_unknown_key_names_the_file_the_key_and_the_known_keys(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.partita]\nexecutor = "process"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.partita]\nui = "on"\n')
     with pytest.raises(partita.ConfigurationError) as caught:
         partita.load_project_config(tmp_path)
     message = str(caught.value)
     assert str(tmp_path / "pyproject.toml") in message
-    assert "tool.partita.executor is not a known key" in message
-    assert "store, record_partition_keys, log_capture" in message
+    assert "tool.partita.ui is not a known key" in message
+    assert "store, record_partition_keys, log_capture, executor" in message
+
+
+@pytest.mark.parametrize("value", ["thread", "process", "dask", "dask://127.0.0.1:8786"])
+def test_the_executor_key_names_where_cli_runs_run_their_bodies(tmp_path: Path, value: str) -> None:
+    (tmp_path / "partita.toml").write_text(f'executor = "{value}"\n')
+    assert partita.load_project_config(tmp_path).executor == value
+
+
+@pytest.mark.parametrize("value", ['"cluster"', '"dask://no-port"', "3"])
+def test_a_bad_executor_key_names_the_key_and_the_accepted_forms(tmp_path: Path, value: str) -> None:
+    (tmp_path / "partita.toml").write_text(f"executor = {value}\n")
+    with pytest.raises(partita.ConfigurationError, match="executor must be thread, process, dask, or dask://HOST:PORT"):
+        partita.load_project_config(tmp_path)
 
 
 @pytest.mark.parametrize("key", ["record_partition_keys", "log_capture"])

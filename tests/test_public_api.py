@@ -16,7 +16,7 @@ EXPECTED = {
     "AttemptRetrying", "AttemptStarted", "AttemptStatus", "CallbackContext", "CancelOutcome", "CancelRequest", "CallbackError", "Clock", "Codec",
     "ConfigurationError", "DatePartitionDef", "DefinitionError", "DiscoveryError", "EmissionError",
     "EmissionReceipt", "EntryLoadError", "EventSource", "ExecutionError", "ExecutionEvent", "ExecutionObserver",
-    "Executor", "FailureInfo", "Fail", "FastForwardClock", "FileMaterialization", "FileMaterializationError",
+    "DaskExecutor", "Executor", "FailureInfo", "Fail", "FastForwardClock", "FileMaterialization", "FileMaterializationError",
     "Flow", "FlowPlan", "KeyState", "KeyStatus", "PartitionStatus", "partition_status", "HourlyPartitionDef", "InProcessExecutor", "InspectionState", "Invocation", "JsonCodec",
     "LogCapture", "LogLine", "LogStream",
     "Materialization", "MaterializationCollection", "MaterializationContext", "MaterializationError",

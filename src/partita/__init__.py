@@ -43,6 +43,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunStarted",
     ),
     "partita.execution.executors": ("Executor", "InProcessExecutor", "ProcessExecutor"),
+    # dask and distributed are imported when a DaskExecutor is constructed, not with this module.
+    "partita.execution.dask_executor": ("DaskExecutor",),
     "partita.execution.inputs": ("PartitionedOutputs",),
     "partita.flow": ("Flow", "run"),
     "partita.materialization": (
@@ -130,6 +132,7 @@ if TYPE_CHECKING:
         RunFinished,
         RunStarted,
     )
+    from partita.execution.dask_executor import DaskExecutor
     from partita.execution.executors import Executor, InProcessExecutor, ProcessExecutor
     from partita.execution.inputs import PartitionedOutputs
     from partita.flow import Flow, run
@@ -199,6 +202,7 @@ __all__ = [
     "Codec",
     "ConfigurationError",
     "CronPartitions",
+    "DaskExecutor",
     "DatePartitionDef",
     "DefinitionError",
     "DiscoveryError",

@@ -22,12 +22,21 @@ from typing import Any
 from partita.errors import ConfigurationError
 from partita.store.location import StoreBackend, parse_store_url
 
-__all__ = ["ProjectConfig", "find_project_config_file", "load_project_config", "resolve_store_url"]
+__all__ = [
+    "EXECUTOR_TEXT_FORMS",
+    "ProjectConfig",
+    "check_executor_text",
+    "find_project_config_file",
+    "load_project_config",
+    "resolve_store_url",
+]
 
 PYPROJECT = "pyproject.toml"
 PARTITA_TOML = "partita.toml"
-#: Keys accepted now; ``executor`` and ``ui`` will be added when those settings exist.
-KNOWN_KEYS = ("store", "record_partition_keys", "log_capture")
+#: Keys accepted now; ``ui`` will be added when that setting exists.
+KNOWN_KEYS = ("store", "record_partition_keys", "log_capture", "executor")
+#: The executors a text setting (``--executor``, the ``executor`` key) names.
+EXECUTOR_TEXT_FORMS = "thread, process, dask, or dask://HOST:PORT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +46,15 @@ class ProjectConfig:
     ``store`` is already resolved: a relative SQLite path is made relative to
     the file's folder, so a command run from a subfolder records into the
     same store. ``log_capture`` turns output capture (stdout and stderr
-    kept with attempt logs) on or off for the runs CLI commands start.
+    kept with attempt logs) on or off for the runs CLI commands start;
+    ``executor`` is where their bodies run (``--executor`` wins over it).
     """
 
     path: Path | None = None
     store: str | None = None
     record_partition_keys: bool | None = None
     log_capture: bool | None = None
+    executor: str | None = None
 
 
 def find_project_config_file(start: Path | str | None = None) -> Path | None:
@@ -121,7 +132,28 @@ def _validated(path: Path, table: Mapping[str, Any]) -> ProjectConfig:
     store = table.get("store")
     if store is not None:
         store = _store_relative_to(path.parent, store, f"{where}store")
-    return ProjectConfig(path=path, store=store, **flags)
+    executor = table.get("executor")
+    if executor is not None:
+        executor = check_executor_text(executor, f"{where}executor")
+    return ProjectConfig(path=path, store=store, executor=executor, **flags)
+
+
+def check_executor_text(value: Any, field: str) -> str:
+    """An executor named by text (the CLI's ``--executor``, the configuration's ``executor``), checked."""
+    text = value.strip() if isinstance(value, str) else None
+    if text in ("thread", "process", "dask"):
+        return text
+    if text is not None and text.startswith("dask://"):
+        # Imported here: the check needs no dask, and other commands never load the executor modules.
+        from partita.execution.dask_executor import parse_dask_address
+
+        try:
+            parse_dask_address(text)
+        except ConfigurationError:
+            pass
+        else:
+            return text
+    raise ConfigurationError(f"{field} must be {EXECUTOR_TEXT_FORMS}")
 
 
 def _store_relative_to(folder: Path, value: Any, field: str) -> str:

@@ -112,7 +112,9 @@ class Flow:
     at that moment when none is given). ``resources`` maps the names assets
     use in ``resource=`` to policies; callbacks receive a `CallbackContext`
     with the run's result; ``executor`` is ``None`` (threads and the event
-    loop), ``"process"`` or an `Executor`; ``clock`` replaces real time for
+    loop), ``"process"``, ``"dask"`` (a LocalCluster per run),
+    ``"dask://HOST:PORT"`` (a running scheduler) or an `Executor` such as
+    `DaskExecutor`; ``clock`` replaces real time for
     retry delays, rate windows and cooldowns. ``store`` records run history:
     a URL or a `Store`; ``None`` uses ``$PARTITA_STORE`` when set and records
     nothing otherwise; ``False`` never records. Records keep raw partition
@@ -206,6 +208,15 @@ class Flow:
             clone.log_capture = dataclasses.replace(self.log_capture, output=log_capture)
         else:
             clone.log_capture = LogCapture.coerce(log_capture)
+        return clone
+
+    def with_executor(self, executor: Any) -> Flow:
+        """The same flow running its bodies on another executor (any value ``executor=`` takes)."""
+        from partita.execution.executors import resolve_executor
+
+        resolve_executor(executor)  # validated now, as the constructor does
+        clone = copy.copy(self)
+        clone.executor = executor
         return clone
 
     def with_tags(self, tags: Mapping[str, str]) -> Flow:
@@ -314,12 +325,17 @@ class Flow:
                 cancellation=cancellation,
                 logs=logs,
             )
+        store_url = getattr(store, "connect_url", None)
+        executor = resolve_executor(self.executor)
+        check_store = getattr(executor, "check_store", None)
+        if check_store is not None:
+            check_store(store_url)  # a cluster whose workers cannot reach the store is refused before the run
         return RunOptions(
             journal=journal,
             event_log=None if store is None else StoreEventLog(store),
-            store_url=getattr(store, "connect_url", None),
+            store_url=store_url,
             resources=self.resources,
-            executor=resolve_executor(self.executor),
+            executor=executor,
             clock=self.clock,
             observers=tuple(observers),
             on_success=self.on_success,

@@ -19,6 +19,8 @@ from partita.automation.daemon import TriggerDaemon
 from partita.automation.logs import LogFormat, daemon_logging
 from partita.cli.attempt_logs import Verbosity, log_options, with_capture_choice
 from partita.cli.common import (
+    executor_option,
+    with_executor_choice,
     EXIT_ASSET_FAILED,
     STORABLE_TEXT,
     emit_document,
@@ -102,6 +104,7 @@ def _announcer(log_format: LogFormat) -> Callable[[str], None] | None:
     help="On PostgreSQL, poll only (for connection poolers that do not pass LISTEN/NOTIFY through).",
 )
 @_log_format_option
+@executor_option
 @log_options
 @handles_errors
 def serve(
@@ -110,6 +113,7 @@ def serve(
     max_in_flight: int,
     poll_interval: float,
     no_listen: bool,
+    executor: str | None,
     log_format: str,
     verbose: bool,
     quiet: bool,
@@ -122,7 +126,10 @@ def serve(
     """
     chosen = LogFormat(log_format)
     with _daemon_output(chosen, verbosity=Verbosity.of(verbose, quiet)):
-        flows = [with_capture_choice(flow, capture_output) for flow in load_trigger_flows(entry)]
+        flows = [
+            with_executor_choice(with_capture_choice(flow, capture_output), executor)
+            for flow in load_trigger_flows(entry)
+        ]
         with opened_store(store_url, False, announce=_announcer(chosen)) as store:
             assert store is not None
             daemon = TriggerDaemon(
@@ -145,6 +152,7 @@ def serve(
     "--max-in-flight", type=click.IntRange(min=1), default=4, show_default=True, help="Consumer runs at once."
 )
 @_log_format_option
+@executor_option
 @log_options
 @json_option
 @handles_errors
@@ -153,6 +161,7 @@ def trigger(
     once: bool,
     store_url: str | None,
     max_in_flight: int,
+    executor: str | None,
     log_format: str,
     verbose: bool,
     quiet: bool,
@@ -166,7 +175,10 @@ def trigger(
     """
     chosen = LogFormat(log_format)
     with _daemon_output(chosen, as_json, Verbosity.of(verbose, quiet)):
-        flows = [with_capture_choice(flow, capture_output) for flow in load_trigger_flows(entry)]
+        flows = [
+            with_executor_choice(with_capture_choice(flow, capture_output), executor)
+            for flow in load_trigger_flows(entry)
+        ]
         with opened_store(store_url, False, announce=_announcer(chosen)) as store:
             assert store is not None
             daemon = TriggerDaemon(flows, store, max_in_flight=max_in_flight)

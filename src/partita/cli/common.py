@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from partita.config import ProjectConfig, load_project_config, resolve_store_url
+from partita.config import EXECUTOR_TEXT_FORMS, ProjectConfig, check_executor_text, load_project_config, resolve_store_url
 from partita.definitions.launch import parse_tag
 from partita.documents import document
 from partita.errors import ConfigurationError, ExecutionError, MissingStoreError, PartitaError, UnknownRunError
@@ -290,3 +290,30 @@ def since_time(text: str, now: float) -> float:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
     return moment.timestamp()
+
+
+def _checked_executor(_context: click.Context, _parameter: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return check_executor_text(value, "--executor")
+    except ConfigurationError as error:
+        raise click.BadParameter(f"must be {EXECUTOR_TEXT_FORMS}", param_hint="'--executor'") from error
+
+
+def executor_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--executor KIND``: where the bodies of the runs this command starts run."""
+    return click.option(
+        "--executor", "executor", default=None, metavar="KIND", callback=_checked_executor,
+        help=(
+            "Run bodies on: thread (the default), process (worker processes), dask (a LocalCluster per run) "
+            "or dask://HOST:PORT (a running Dask scheduler). Default: the project configuration's executor, "
+            "else the flow's own."
+        ),
+    )(command)
+
+
+def with_executor_choice(flow: Any, executor: str | None) -> Any:
+    """The flow on the executor the flag, else the project configuration, names (else unchanged)."""
+    chosen = executor if executor is not None else project_config().executor
+    return flow if chosen is None else flow.with_executor(chosen)

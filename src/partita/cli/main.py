@@ -19,6 +19,8 @@ from rich.markup import escape
 from partita.cli.attempt_logs import Verbosity, log_options
 from partita.cli.backfill import backfill_options, backfill_plan, check_backfill_flags, preview_backfill
 from partita.cli.common import (
+    executor_option,
+    with_executor_choice,
     CLI_SELECTION_FIELDS,
     EXIT_ASSET_FAILED,
     EXIT_INTERRUPTED,
@@ -355,6 +357,7 @@ def plan(
     "--tag", "tag_texts", multiple=True, metavar="KEY=VALUE", type=STORABLE_TEXT,
     help="Record this tag with the run (repeatable; added to the flow's own tags).",
 )
+@executor_option
 @log_options
 @json_option
 @handles_errors
@@ -368,6 +371,7 @@ def run(
     no_store: bool,
     record_partition_keys: bool | None,
     tag_texts: tuple[str, ...],
+    executor: str | None,
     verbose: bool,
     quiet: bool,
     capture_output: bool | None,
@@ -402,8 +406,7 @@ def run(
             assert store is not None  # check_backfill_flags refused --no-store
             planned = plan_backfill(store)
         flow, flow_plan = planned
-        if tags:
-            flow = flow.with_tags(tags)
+        flow = with_executor_choice(flow.with_tags(tags) if tags else flow, executor)
         render_plan(err, flow_plan)
         if flow_plan.backfill is not None and flow_plan.backfill.empty:
             err.print("Nothing to backfill; no run was started.")

@@ -36,6 +36,7 @@ from partita.execution.dispatch import Dispatcher
 from partita.execution.events import ExecutionObserver, ObserverFanout, RunFinished, RunStarted
 from partita.execution.executors import Executor, InProcessExecutor
 from partita.execution.graph import Token, build_graph
+from partita.execution.inputs import OutputRelease
 from partita.execution.invocation import Invoker, RunEmitters
 from partita.execution.journal import RunJournal
 from partita.execution.readiness import Readiness
@@ -159,6 +160,10 @@ class _Run:
 
     def _wire_invoking(self, retry_history: dict[Token, list[Invocation]]) -> None:
         readiness, settlement = self.readiness, self.settlement
+        if getattr(self.executor, "keeps_outputs", False):
+            # Outputs stay where bodies ran (a cluster): release each once its readers are terminal.
+            keep = bool(getattr(self.executor, "keep_unread_outputs", True))
+            readiness.release = OutputRelease(self.tasks, keep_unread=keep)
         self.invoker = invoker = Invoker(
             self.run_id,
             self.executor,
@@ -189,12 +194,10 @@ class _Run:
         self.callbacks = callbacks = CallbackRunner(loop)
         self.settlement.asset_callback = AssetCallbacks(self.run_id, callbacks, self.emitters.for_attempt).call
         journal = self.options.journal
-        if journal is not None:
-            journal.begin(self.run_id, self.plan, started_at)  # a refusal stops the run before any body
+        self._start_executor_and_journal(loop, started_at)
         logs = self.options.logs
         if logs is not None:
             logs.annotate = log_capture.install(logs.capture)
-        self.executor.start(loop, invoker.completed, self.max_concurrency)
         if self.observers:
             self.observers.emit(RunStarted(self.run_id, self.plan))
         self._accept_cancellation(loop)
@@ -235,6 +238,18 @@ class _Run:
                 error.result = result  # type: ignore[attr-defined]
                 raise
         return result
+
+    def _start_executor_and_journal(self, loop: asyncio.AbstractEventLoop, started_at: dt.datetime) -> None:
+        """Start the executor, then record the run: an executor that cannot start (no cluster) records nothing."""
+        self.executor.start(loop, self.invoker.completed, self.max_concurrency)
+        journal = self.options.journal
+        if journal is None:
+            return
+        try:
+            journal.begin(self.run_id, self.plan, started_at)  # a refusal stops the run before any body
+        except BaseException:
+            self.executor.shutdown(wait=0)
+            raise
 
     def _accept_cancellation(self, loop: asyncio.AbstractEventLoop) -> None:
         """Let `RunOptions.cancellation` cancel this run: it cancels the task running it, as Ctrl-C does."""

@@ -21,7 +21,7 @@ from partita.errors import ConfigurationError, ExecutionError
 from partita.execution.process_pool import WorkerPool
 from partita.execution.workers import Completion, ThreadWorkers
 
-__all__ = ["Executor", "InProcessExecutor", "ProcessExecutor", "resolve_executor"]
+__all__ = ["EXECUTOR_FORMS", "Executor", "InProcessExecutor", "ProcessExecutor", "resolve_executor"]
 
 Deliver = Callable[[list[Completion]], None]
 
@@ -116,14 +116,28 @@ class ProcessExecutor:
         return True if pool is None else pool.shutdown(wait)
 
 
+#: What a Flow's ``executor`` option (and the CLI's ``--executor``, and the project configuration) accepts.
+EXECUTOR_FORMS = "'thread', 'process', 'dask', 'dask://HOST:PORT', or an Executor instance"
+
+
 def resolve_executor(spec: Any) -> Executor:
-    """A fresh executor for one run from a Flow's ``executor`` option."""
+    """A fresh executor for one run from a Flow's ``executor`` option.
+
+    An executor that keeps per-run state outside its ``start`` (the Dask
+    executor's futures) offers ``for_run``: each run gets its own copy, so
+    concurrent runs of one flow never share it.
+    """
     if spec is None or spec in ("thread", "in-process"):
         return InProcessExecutor()
     if spec == "process":
         return ProcessExecutor()
+    if isinstance(spec, str) and (spec == "dask" or spec.startswith("dask://")):
+        from partita.execution.dask_executor import DaskExecutor
+
+        return DaskExecutor(None if spec == "dask" else spec)
     if isinstance(spec, type) and issubclass(spec, (InProcessExecutor, ProcessExecutor)):
         return spec()
     if isinstance(spec, Executor):
-        return spec
-    raise ConfigurationError("executor must be None, 'process', or an Executor instance")
+        for_run = getattr(spec, "for_run", None)
+        return for_run() if callable(for_run) else spec
+    raise ConfigurationError(f"executor must be {EXECUTOR_FORMS}")

@@ -1,13 +1,22 @@
-"""`PartitionedOutputs`: what an unpartitioned consumer receives from a partitioned upstream."""
+"""What bodies receive from their upstreams, and how long an upstream's output is kept for them.
+
+`PartitionedOutputs` is what an unpartitioned consumer receives from a
+partitioned upstream. `OutputRelease` counts, per output, the consumer
+attempts that may still read it, so an executor that keeps outputs on a
+cluster can drop each one as soon as nothing of the run needs it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
+from partita.execution.graph import Edge, TaskState
 from partita.partitions.base import PartitionDef
+from partita.results.attempts import AttemptResult, AttemptStatus
+from partita.results.deferred import DeferredOutput
 
-__all__ = ["PartitionedOutputs"]
+__all__ = ["OutputRelease", "PartitionedOutputs"]
 
 
 class PartitionedOutputs(Mapping[Any, Any]):
@@ -62,5 +71,86 @@ class PartitionedOutputs(Mapping[Any, Any]):
     def values(self) -> Any:  # type: ignore[override]
         return iter(self._outputs)
 
+    @property
+    def definition(self) -> PartitionDef:
+        return self._definition
+
+    @property
+    def keys_in_order(self) -> tuple[Any, ...]:
+        return self._keys
+
     def __repr__(self) -> str:
         return f"PartitionedOutputs(<{len(self._keys)} keys>)"
+
+
+class OutputRelease:
+    """Per output, the consumer attempts of this run that may still read it; a deferred output is released at zero.
+
+    A consumer attempt reads its inputs again when it retries, so its use
+    ends only when it is terminal (succeeded, failed or skipped). Outputs of
+    discovering producers and of tasks sized by discovery are not counted
+    (their consumers are not known when the run starts): they stay until the
+    run ends. An output nothing reads is released as soon as it exists
+    unless ``keep_unread`` (then `RunResult.output` can still fetch it).
+    """
+
+    __slots__ = ("_uses", "_keep_unread")
+
+    def __init__(self, tasks: Sequence[TaskState], *, keep_unread: bool) -> None:
+        self._keep_unread = keep_unread
+        self._uses: dict[TaskState, list[int]] = {}
+        for task in tasks:
+            uses = self._initial_uses(task)
+            if uses is not None:
+                self._uses[task] = uses
+
+    @staticmethod
+    def _initial_uses(task: TaskState) -> list[int] | None:
+        if task.deferred or task.discovers:
+            return None
+        uses = [0] * task.size
+        for consumer, edge in task.consumers:
+            if not any(upstream is task for _, upstream, _ in consumer.inputs):
+                continue  # ordered after this task, but never reads its output
+            if consumer.deferred or edge is Edge.DISCOVERY:
+                return None
+            if edge is Edge.SAME_KEY or edge is Edge.GATHER:
+                uses = [count + 1 for count in uses]
+            elif edge is Edge.FAN_OUT:
+                uses[0] += consumer.size
+            else:
+                uses[0] += 1
+        return uses
+
+    def settled(self, task: TaskState, key_index: int, result: AttemptResult) -> None:
+        """An attempt is terminal: its inputs have one reader less; an unread output goes at once."""
+        uses = self._uses.get(task)
+        if (
+            uses is not None
+            and not self._keep_unread
+            and uses[key_index] == 0
+            and result.status is AttemptStatus.SUCCESS
+        ):
+            _release(task, key_index)
+        for _, upstream, edge in task.inputs:
+            counts = self._uses.get(upstream)
+            if counts is None:
+                continue
+            if edge is Edge.SAME_KEY:
+                self._used(upstream, counts, key_index)
+            elif edge is Edge.GATHER:
+                for upstream_key in range(upstream.size):
+                    self._used(upstream, counts, upstream_key)
+            else:
+                self._used(upstream, counts, 0)
+
+    def _used(self, task: TaskState, counts: list[int], key_index: int) -> None:
+        counts[key_index] -= 1
+        if counts[key_index] == 0:
+            _release(task, key_index)
+
+
+def _release(task: TaskState, key_index: int) -> None:
+    output = task.outputs[key_index]
+    if isinstance(output, DeferredOutput):
+        output.release()

@@ -17,6 +17,7 @@ from partita.execution.admission import GroupGate
 from partita.execution.discovery import FanOut, discovery_event
 from partita.execution.events import AttemptFinished, ObserverFanout
 from partita.execution.graph import Edge, TaskState, Token
+from partita.execution.inputs import OutputRelease
 from partita.execution.reuse import OutputReuse
 from partita.planning.plan import FlowPlan
 from partita.results.model import AttemptResult, AttemptStatus, Invocation, SkipReason
@@ -56,6 +57,7 @@ class Readiness:
         "_enqueue",
         "_reuse",
         "_retry_history",
+        "release",
     )
 
     def __init__(
@@ -80,6 +82,8 @@ class Readiness:
         self._enqueue = enqueue
         self._reuse = reuse
         self._retry_history = retry_history
+        #: Set when the executor keeps outputs elsewhere: each is released once its readers are terminal.
+        self.release: OutputRelease | None = None
         self.fan_out: FanOut | None = FanOut(self) if any(task.discovers for task in tasks) else None
 
     def release_roots(self) -> None:
@@ -139,6 +143,8 @@ class Readiness:
         self.remaining -= 1
         if self._observers:
             self._observers.emit(AttemptFinished(self._run_id, result))
+        if self.release is not None:
+            self.release.settled(task, key_index, result)
         group = task.group
         if group is not None and group.member_finished(key_index):
             self.admit_group(group)

@@ -22,6 +22,7 @@ from partita.execution.graph import TaskState, Token
 from partita.execution.readiness import Readiness, attempt_result
 from partita.execution.retries import FailNow, OpenCircuitNow, RetryLater, decide_after_failure
 from partita.execution.reuse import OutputReuse
+from partita.results.deferred import DeferredOutput, resolved
 from partita.results.model import AttemptResult, AttemptStatus, FailureInfo, Invocation, Resolution, SkipReason
 
 __all__ = ["CircuitOpened", "Failed", "RetryScheduled", "Settlement", "Skipped", "Transition", "after_failure"]
@@ -160,6 +161,15 @@ class Settlement:
         history = self._retry_history
         number = 1 if not history else 1 + len(history.get(token, ()))
         invocations = self._invocations(token, Invocation(number, started, finished, True))
+        if (
+            task.discovers or (self._reuse is not None and task.definition.materialization is not None)
+        ) and isinstance(output, DeferredOutput):
+            # The driver itself needs this value (declared keys, a commit): fetched once, here.
+            try:
+                output = resolved(output)
+            except Exception as exc:  # noqa: BLE001 - a lost output fails its attempt
+                self.fail_attempt(task, key_index, exc, invocations)
+                return
         if task.discovers:
             assert self._fan_out is not None
             try:

@@ -25,6 +25,7 @@ from partita.results.attempts import (
     SkipReason,
     task_never_started,
 )
+from partita.results.deferred import resolved
 from partita.results.logs import LogLine, LogRow
 from partita.results.record import run_record
 
@@ -187,12 +188,13 @@ class RunResult:
         ``partition_key`` is taken as a selection takes it: a key object or
         its canonical text (``"2026-08-08"`` for a date). A key the definition
         rejects is a `SelectionError` naming the rule; a valid key this run
-        did not attempt is a ``LookupError``.
+        did not attempt is a ``LookupError``. An output a Dask cluster kept
+        is fetched from it here (a released one is a ``LookupError``).
         """
         attempt = self._attempt(asset_name, partition_key)
         if attempt.status is not AttemptStatus.SUCCESS:
             raise LookupError(f"asset {asset_name!r} attempt did not succeed ({attempt.status.value})")
-        return attempt.output
+        return resolved(attempt.output)  # an output kept on a cluster is fetched now, once
 
     def logs(self, asset_name: str, partition_key: Any = None) -> tuple[LogLine, ...]:
         """The log lines one attempt kept (``partition_key`` as `output` takes it), in order.
