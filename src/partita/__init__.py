@@ -123,6 +123,7 @@ if TYPE_CHECKING:
     from partita.events.model import AssetEvent, EmissionReceipt, EventSource, SourceKind
     from partita.execution.clock import Clock, FastForwardClock, SystemClock
     from partita.execution.context import AssetContext, CallbackContext
+    from partita.execution.dask_executor import DaskExecutor
     from partita.execution.events import (
         AttemptFinished,
         AttemptRetrying,
@@ -132,7 +133,6 @@ if TYPE_CHECKING:
         RunFinished,
         RunStarted,
     )
-    from partita.execution.dask_executor import DaskExecutor
     from partita.execution.executors import Executor, InProcessExecutor, ProcessExecutor
     from partita.execution.inputs import PartitionedOutputs
     from partita.flow import Flow, run

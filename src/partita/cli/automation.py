@@ -19,11 +19,10 @@ from partita.automation.daemon import TriggerDaemon
 from partita.automation.logs import LogFormat, daemon_logging
 from partita.cli.attempt_logs import Verbosity, log_options, with_capture_choice
 from partita.cli.common import (
-    executor_option,
-    with_executor_choice,
     EXIT_ASSET_FAILED,
     STORABLE_TEXT,
     emit_document,
+    executor_option,
     handles_errors,
     json_option,
     opened_store,
@@ -31,6 +30,7 @@ from partita.cli.common import (
     reading_store,
     store_option,
     unexpected_error,
+    with_executor_choice,
 )
 from partita.cli.failures import render_failures
 from partita.documents.pending import pending_body

@@ -16,7 +16,13 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from partita.config import EXECUTOR_TEXT_FORMS, ProjectConfig, check_executor_text, load_project_config, resolve_store_url
+from partita.config import (
+    EXECUTOR_TEXT_FORMS,
+    ProjectConfig,
+    check_executor_text,
+    load_project_config,
+    resolve_store_url,
+)
 from partita.definitions.launch import parse_tag
 from partita.documents import document
 from partita.errors import ConfigurationError, ExecutionError, MissingStoreError, PartitaError, UnknownRunError

@@ -19,14 +19,13 @@ from rich.markup import escape
 from partita.cli.attempt_logs import Verbosity, log_options
 from partita.cli.backfill import backfill_options, backfill_plan, check_backfill_flags, preview_backfill
 from partita.cli.common import (
-    executor_option,
-    with_executor_choice,
     CLI_SELECTION_FIELDS,
     EXIT_ASSET_FAILED,
     EXIT_INTERRUPTED,
     STORABLE_TEXT,
     emit_document,
     emit_json,
+    executor_option,
     handles_errors,
     json_option,
     key_selection_options,
@@ -36,6 +35,7 @@ from partita.cli.common import (
     store_option,
     store_options,
     tags_of,
+    with_executor_choice,
 )
 from partita.cli.tables import cli_console
 from partita.entry import load_entry
