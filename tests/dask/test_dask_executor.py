@@ -152,13 +152,14 @@ def many_third(many_second):
     return many_second + 1
 
 
-def test_a_200_key_chain_keeps_only_its_in_flight_window_on_the_cluster(dask_client):
+@pytest.mark.parametrize("grouped", [True, False], ids=["grouped", "ungrouped"])
+def test_a_200_key_chain_keeps_only_its_in_flight_window_on_the_cluster(dask_client, grouped):
+    # A group of 4 keys, or no group and 4 slots: later assets start first, so keys complete one by one.
     active_keys = 4
-    flow = _flow(
-        ["many_third"],
-        executor=p.DaskExecutor(client=dask_client, keep_unread_outputs=False),
-        partition_groups=[p.PartitionGroup(["many_first", "many_second", "many_third"], max_active_keys=active_keys)],
-    )
+    options: dict = {"max_concurrency": active_keys}
+    if grouped:
+        options = {"partition_groups": [p.PartitionGroup(["many_first", "many_second", "many_third"], max_active_keys=active_keys)]}
+    flow = _flow(["many_third"], executor=p.DaskExecutor(client=dask_client, keep_unread_outputs=False), **options)
     peak = [0]
 
     class HeldFutures:

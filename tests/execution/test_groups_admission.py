@@ -239,7 +239,8 @@ def test_a_key_keeps_its_slot_while_a_member_waits_for_a_retry(retrying_member):
     assert peak_active_keys(recorder.events, "extract", "publish") == 1
 
 
-def test_the_group_limit_is_separate_from_max_concurrency():
+@pytest.mark.parametrize(("max_concurrency", "max_active_keys"), [(1, 3), (3, 2)])
+def test_the_group_limit_is_separate_from_max_concurrency(max_concurrency: int, max_active_keys: int):
     registry = p.AssetRegistry()
     members = chain(registry)
     recorder = Recorder()
@@ -247,16 +248,16 @@ def test_the_group_limit_is_separate_from_max_concurrency():
     flow = p.Flow(
         ["publish"],
         registry=registry,
-        partition_groups=[p.PartitionGroup(members, max_active_keys=3)],
-        max_concurrency=1,
+        partition_groups=[p.PartitionGroup(members, max_active_keys=max_active_keys)],
+        max_concurrency=max_concurrency,
     )
 
     result = flow.run({"partition_keys": keys}, observers=[recorder])
 
     assert result.status is p.RunStatus.SUCCESS
-    # One invocation at a time, yet three keys progress through the chain together.
-    assert peak_running(recorder.events) == 1
-    assert peak_active_keys(recorder.events, "extract", "publish") == 3
+    # Each limit holds on its own: the tighter one binds, and the group never admits more keys than it allows.
+    assert peak_running(recorder.events) == min(max_concurrency, max_active_keys)
+    assert peak_active_keys(recorder.events, "extract", "publish") <= max_active_keys
 
 
 def test_run_config_max_concurrency_does_not_change_the_group_limit():
@@ -459,3 +460,22 @@ def test_two_thousand_keys_with_several_active_keys_scale_linearly():
     large = timed(2000)
     # Four times the keys: linear work takes about four times as long; quadratic about sixteen.
     assert large < max(small * 10, 2.0), f"500 keys: {small:.2f}s, 2,000 keys: {large:.2f}s"
+
+
+@pytest.mark.parametrize("resource", [None, "db"])
+def test_a_chain_completes_key_by_key_because_later_assets_start_first(resource: str | None):
+    registry = p.AssetRegistry()
+    options = {} if resource is None else {name: {"resource": resource} for name in ("extract", "transform", "publish")}
+    chain(registry, **options)
+    recorder = Recorder()
+    resources = {} if resource is None else {resource: p.ResourcePolicy(max_concurrency=2)}
+    flow = p.Flow(["publish"], registry=registry, resources=resources, max_concurrency=1)
+
+    result = flow.run({"partition_keys": _days(5)}, observers=[recorder])
+
+    assert result.status is p.RunStatus.SUCCESS
+    started = [(asset_name, key) for kind, asset_name, key, _ in recorder.events if kind == "start"]
+    keys = [DAYS.normalize_key(day) for day in _days(5)]
+    # With one slot, each key runs its whole chain before the next key's first asset starts.
+    assert started == [(asset_name, key) for key in keys for asset_name in ("extract", "transform", "publish")]
+    assert peak_active_keys(recorder.events, "extract", "publish") == 1

@@ -28,7 +28,8 @@ class ResourceGate:
     def __init__(self, name: str, policy: ResourcePolicy) -> None:
         self.name = name
         self.policy = policy
-        self.queue: collections.deque[tuple[int, object, int]] = collections.deque()
+        #: Ready attempts waiting for this gate: a heap in the dispatcher's order (`partita.execution.dispatch`).
+        self.queue: list[tuple[tuple[int, int], Any, int]] = []
         self.running = 0
         self.cooldown_until = 0.0
         self.circuit_open = False

@@ -3,12 +3,18 @@
 Kept apart from readiness and settlement because it is the one place that
 knows the run's concurrency limit, the ready queues (free work and each
 resource gate's) and the clock waits that reopen a gate.
+
+Of the ready attempts, those of later assets in the plan start first, then
+the earliest ready: when a key finishes an asset, its next asset starts
+before another key starts the first one. A chain over many keys thus
+completes key by key and holds only its in-flight outputs (in memory, or on
+a cluster), instead of every first-asset output until the last one ran.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
+import heapq
 import itertools
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
@@ -23,6 +29,8 @@ __all__ = ["Dispatcher"]
 _INFINITY = float("inf")
 
 Start = Callable[[TaskState, int], None]
+#: A ready attempt in a queue: ((minus its task's plan position, arrival number), task, key position).
+Queued = tuple[tuple[int, int], TaskState, int]
 SkipBlocked = Callable[[TaskState, int, SkipReason, tuple[Any, ...]], None]
 
 
@@ -31,7 +39,7 @@ def _unbound(*args: Any) -> None:
 
 
 class Dispatcher:
-    """Ready attempts in arrival order, started while a global slot and their gate allow.
+    """Ready attempts, later assets first, started while a global slot and their gate allow.
 
     ``running`` counts started invocations not yet completed; whoever receives
     completions decrements it. ``cancelling`` stops every start for good.
@@ -52,7 +60,7 @@ class Dispatcher:
     )
 
     def __init__(self, gates: Mapping[str, ResourceGate], limit: int, clock: Clock) -> None:
-        self._free: collections.deque[tuple[int, TaskState, int]] = collections.deque()
+        self._free: list[Queued] = []  # a heap
         self._next_sequence = itertools.count().__next__
         self._gates = gates
         self.clock = clock
@@ -73,20 +81,22 @@ class Dispatcher:
     def enqueue(self, task: TaskState, key_index: int) -> None:
         """Queue a ready attempt (skipped at once when its resource's circuit is open)."""
         gate = task.gate
+        entry = ((-task.index, self._next_sequence()), task, key_index)
         if gate is None:
-            self._free.append((self._next_sequence(), task, key_index))
+            heapq.heappush(self._free, entry)
         elif gate.circuit_open:
             self._skip(task, key_index, SkipReason.RESOURCE_CIRCUIT_OPEN, ())
         else:
-            gate.queue.append((self._next_sequence(), task, key_index))
+            heapq.heappush(gate.queue, entry)
 
     def _dispatch_free(self) -> None:
         # A cancellation is set between loop turns, never during a dispatch: checked once.
         if self.cancelling:
             return
         free, limit, start = self._free, self.limit, self._start
+        pop = heapq.heappop
         while free and self.running < limit:
-            _, task, key_index = free.popleft()
+            _, task, key_index = pop(free)
             self.running += 1
             start(task, key_index)
 
@@ -96,7 +106,7 @@ class Dispatcher:
         limit, free, clock = self.limit, self._free, self.clock
         while self.running < limit:
             now = clock.monotonic()
-            best: tuple[int, TaskState, int] | None = free[0] if free else None
+            best: Queued | None = free[0] if free else None
             source: ResourceGate | None = None
             for gate in self._gates.values():
                 if not gate.queue:
@@ -115,9 +125,9 @@ class Dispatcher:
             if best is None:
                 return
             if source is None:
-                free.popleft()
+                heapq.heappop(free)
             else:
-                source.queue.popleft()
+                heapq.heappop(source.queue)
                 source.note_started((best[1], best[2]), now)
             self.running += 1
             self._start(best[1], best[2])

@@ -303,8 +303,8 @@ class Settlement:
         if gate.circuit_open:
             return
         gate.circuit_open = True
-        while gate.queue:
-            _, task, key_index = gate.queue.popleft()
+        queued, gate.queue = sorted(gate.queue), []
+        for _, task, key_index in queued:
             gate.forget((task, key_index))
             self._skip(task, key_index, SkipReason.RESOURCE_CIRCUIT_OPEN, ())
         for token, timer in list(self.retry_timers.items()):
