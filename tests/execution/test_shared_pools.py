@@ -213,3 +213,26 @@ def test_a_store_failure_while_acquiring_fails_that_attempt_with_a_store_error_a
     assert second.status is p.AttemptStatus.SUCCESS and ran == ["b"]
     with closing(open_store(store_url)) as store:
         assert SqlPoolLeases(store.database).holders() == []
+
+
+def test_the_plan_document_names_the_shared_pool_and_matches_the_plan_schema():
+    import json
+    from pathlib import Path
+
+    from jsonschema import Draft202012Validator
+
+    registry = p.AssetRegistry()
+    p.asset(registry=registry, name="work", resource="api")(lambda: 1)
+    p.asset(registry=registry, name="other", resource="local")(lambda: 1)
+    flow = p.Flow(
+        ["work", "other"],
+        registry=registry,
+        resources={
+            "api": p.ResourcePolicy(max_concurrency=2, shared=True, pool="warehouse"),
+            "local": p.ResourcePolicy(max_concurrency=2),
+        },
+    )
+    document = flow.plan().to_dict()
+    assert {r["name"]: r.get("shared_pool") for r in document["resources"]} == {"api": "warehouse", "local": None}
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schemas" / "plan.v1.json").read_text())
+    assert not [error.message for error in Draft202012Validator(schema).iter_errors(document)]
