@@ -16,6 +16,7 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -117,8 +118,6 @@ class _PoolThread:
         self._work.put(work)
 
     def _loop(self) -> None:
-        import time
-
         renew_every = self._timing.renew_seconds
         renewed = time.monotonic()
         while True:
