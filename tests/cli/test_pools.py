@@ -80,7 +80,9 @@ def test_pools_lists_a_holding_and_a_waiting_process_with_their_runs(store_url: 
     waiter = None
     try:
         _until(lambda: list(outs[0].glob("*.entered")))
-        waiter = subprocess.Popen([sys.executable, str(CHILD), store_url, str(outs[1]), *options], stdout=subprocess.PIPE)
+        waiter = subprocess.Popen(
+            [sys.executable, str(CHILD), store_url, str(outs[1]), *options], stdout=subprocess.PIPE
+        )
         document = _until(lambda: (d := _pools(entry, "--store", store_url))["pools"][0]["waiters"] and d)
         [pool] = document["pools"]
         assert (pool["name"], pool["declared"], pool["max_concurrency"], pool["resources"]) == ("api", True, 1, ["api"])

@@ -236,3 +236,42 @@ def test_the_plan_document_names_the_shared_pool_and_matches_the_plan_schema():
     assert {r["name"]: r.get("shared_pool") for r in document["resources"]} == {"api": "warehouse", "local": None}
     schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schemas" / "plan.v1.json").read_text())
     assert not [error.message for error in Draft202012Validator(schema).iter_errors(document)]
+
+
+def test_an_attempt_waiting_for_a_slot_lets_other_work_of_the_run_proceed(store_url: str, leases: SqlPoolLeases):
+    registry = p.AssetRegistry()
+    free_done = threading.Event()
+
+    @p.asset(registry=registry, resource="api")
+    def pooled() -> int:
+        return 1
+
+    @p.asset(registry=registry)
+    def free() -> int:
+        # Runs while pooled waits: pooled asked the store first, and its waiting row appears.
+        deadline = time.monotonic() + WAIT
+        while not leases.waiters(["api"]):
+            assert time.monotonic() < deadline, "pooled never waited for the pool"
+            time.sleep(0.01)
+        free_done.set()
+        return 2
+
+    # Another process holds the pool's only slot.
+    other = leases.acquire_slot(SlotRequest("api", 1, "other-run", "elsewhere", 0, None, 1, WAIT))
+    assert other is not None
+    flow = p.Flow(
+        ["pooled", "free"], registry=registry, store=store_url,
+        resources={"api": p.ResourcePolicy(max_concurrency=1, shared=True)}, max_concurrency=1,
+    )
+    results: list[p.RunResult] = []
+    runner = threading.Thread(target=lambda: results.append(flow.run()))
+    runner.start()
+    try:
+        assert free_done.wait(WAIT)  # the run's one global slot went to free while pooled waits
+        assert not results
+        leases.release_leases([other])
+        runner.join(WAIT)
+    finally:
+        leases.release_leases([other])
+        runner.join(WAIT)
+    assert results[0].status is p.RunStatus.SUCCESS

@@ -29,7 +29,16 @@ if TYPE_CHECKING:
     from partita.definitions.policies import ResourcePolicy
     from partita.execution.graph import TaskState, Token
 
-__all__ = ["LEASE_TIMING", "LeaseTiming", "PoolAccess", "PoolLeases", "PoolSlots", "PooledGate", "SharedPools", "SlotRequest"]
+__all__ = [
+    "LEASE_TIMING",
+    "LeaseTiming",
+    "PoolAccess",
+    "PoolLeases",
+    "PoolSlots",
+    "PooledGate",
+    "SharedPools",
+    "SlotRequest",
+]
 
 _log = logging.getLogger("partita.pools")
 
@@ -325,14 +334,15 @@ class SharedPools:
 
         self._thread.submit(release)
 
-    def _released(self, slots: PoolSlots) -> None:
-        """A slot of this pool came back: a waiting head asks now instead of at its next poll."""
+    def _released(self, released: PoolSlots) -> None:
+        """A slot of this pool came back: the gates waiting on it ask now instead of at their next poll."""
         if self._closed:
             return
-        if slots.retry is not None:
-            slots.retry.cancel()
-            slots.retry = None
-            slots.backoff = self.timing.poll_min_seconds
+        for slots in self._slots:
+            if slots.name == released.name and slots.retry is not None:
+                slots.retry.cancel()
+                slots.retry = None
+                slots.backoff = self.timing.poll_min_seconds
         self._dispatch()
 
     def close(self) -> None:
