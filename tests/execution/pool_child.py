@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--go", type=Path)
     parser.add_argument("--hold", type=Path)
     parser.add_argument("--lease", type=float)
+    parser.add_argument("--grace", type=float, default=10.0, help="cancel_grace_seconds")
     args = parser.parse_args()
     if args.lease is not None:
         pools.LEASE_TIMING = pools.LeaseTiming(args.lease, args.lease / 4, 0.02, 0.1)
@@ -56,6 +57,7 @@ def main() -> None:
         registry=registry,
         store=args.store,
         record_partition_keys=True,
+        cancel_grace_seconds=args.grace,
         resources={"api": p.ResourcePolicy(max_concurrency=args.limit, shared=True)},
     )
     if args.go is not None:

@@ -116,3 +116,37 @@ def test_a_sigkilled_holders_slot_is_reclaimed_after_its_lease_and_a_waiting_pro
     assert holder.returncode == -signal.SIGKILL
     # Reclaimed once the 1 s lease ran out (renewed every 0.25 s until the kill), within a poll or two.
     assert 0.0 < waited < 3.0
+
+
+def test_a_run_cancelled_from_another_process_releases_its_slot_to_a_waiting_process(store_url: str, tmp_path: Path):
+    import partita as p
+
+    hold = tmp_path / "release"
+    holder_out, waiter_out = tmp_path / "holder", tmp_path / "waiter"
+    holder_out.mkdir()
+    waiter_out.mkdir()
+    options = ["--limit", "1", "--keys", "1"]
+    holder = _start(store_url, holder_out, *options, "--hold", str(hold), "--grace", "0.2")
+    waiter = None
+    try:
+        _wait_for_files(holder_out, "*.entered", 1)
+        waiter = _start(store_url, waiter_out, *options)
+        with closing(open_store(store_url)) as store:
+            leases = SqlPoolLeases(store.database)
+            deadline = time.monotonic() + WAIT
+            while not leases.waiters(["api"]):
+                assert time.monotonic() < deadline, "the second process never waited for the pool"
+                time.sleep(0.01)
+            [held] = leases.holders(["api"])
+            request = p.cancel_run(held.run_id, store=store, wait=True, timeout=WAIT)
+            assert request.status == "cancelled"
+            # The waiter ran while the cancelled holder's sync body still blocks.
+            assert _finish(waiter).split()[0] == "success"
+            hold.write_text("")  # the body may now return, and its process exit
+            assert _finish(holder).split() == ["cancelled", held.run_id]
+            assert leases.holders() == [] and leases.waiters() == []
+    finally:
+        hold.write_text("")
+        holder.kill()
+        if waiter is not None:
+            waiter.kill()
