@@ -118,3 +118,44 @@ def test_pools_exit_codes_follow_the_spec(entry: str, tmp_path: Path):
     assert _pools(entry, "--store", "mysql://nowhere/x", code=2)["error"]["exit_code"] == 2
     unreachable = "postgresql://partita@127.0.0.1:1/partita"
     assert _pools(entry, "--store", unreachable, code=4)["error"]["type"] == "StoreError"
+
+
+BLOCKING_ENTRY = """
+import time
+from pathlib import Path
+
+import partita as p
+
+@p.asset(resource="api")
+def work() -> int:
+    Path({entered!r}).write_text("")
+    while not Path({release!r}).exists():
+        time.sleep(0.01)  # the body's own work: it runs until released
+    return 1
+
+flow = p.Flow(["work"], resources={{"api": p.ResourcePolicy(max_concurrency=1, shared=True)}}, cancel_grace_seconds=0.2)
+"""
+
+
+def test_sigterm_to_partita_run_releases_its_slot_and_exits_143(store_url: str, tmp_path: Path):
+    import signal
+
+    entered, release = tmp_path / "entered", tmp_path / "release"
+    entry = tmp_path / "blocking.py"
+    entry.write_text(BLOCKING_ENTRY.format(entered=str(entered), release=str(release)))
+    partita = Path(sys.executable).with_name("partita")
+    run = subprocess.Popen(
+        [str(partita), "run", str(entry), "--yes", "--store", store_url],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        _until(entered.exists)
+        [pool] = _pools(str(entry), "--store", store_url)["pools"]
+        assert [holder["pid"] for holder in pool["holders"]] == [run.pid]
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=WAIT)
+    finally:
+        release.write_text("")
+        run.kill()
+    assert run.returncode == 143, stderr
+    assert _pools(str(entry), "--store", store_url)["pools"][0]["holders"] == []
