@@ -353,8 +353,9 @@ class SharedPools:
         for slots in self._slots:
             if slots.retry is not None:
                 slots.retry.cancel()
-        if self._thread is not None:
-            self._thread.stop()
+        if self._thread is None:
+            return  # never started (the run was refused before any body): nothing was leased
+        self._thread.stop()
         try:
             self._access.leases.withdraw_run(self._run_id)
         except Exception as exc:  # noqa: BLE001 - the leases expire on their own within their lease
