@@ -242,10 +242,6 @@ def test_an_attempt_waiting_for_a_slot_lets_other_work_of_the_run_proceed(store_
     registry = p.AssetRegistry()
     free_done = threading.Event()
 
-    @p.asset(registry=registry, resource="api")
-    def pooled() -> int:
-        return 1
-
     @p.asset(registry=registry)
     def free() -> int:
         # Runs while pooled waits: pooled asked the store first, and its waiting row appears.
@@ -256,11 +252,16 @@ def test_an_attempt_waiting_for_a_slot_lets_other_work_of_the_run_proceed(store_
         free_done.set()
         return 2
 
+    # Declared last, so of the two ready attempts it is offered a start first (later assets first).
+    @p.asset(registry=registry, resource="api")
+    def pooled() -> int:
+        return 1
+
     # Another process holds the pool's only slot.
     other = leases.acquire_slot(SlotRequest("api", 1, "other-run", "elsewhere", 0, None, 1, WAIT))
     assert other is not None
     flow = p.Flow(
-        ["pooled", "free"], registry=registry, store=store_url,
+        ["free", "pooled"], registry=registry, store=store_url,
         resources={"api": p.ResourcePolicy(max_concurrency=1, shared=True)}, max_concurrency=1,
     )
     results: list[p.RunResult] = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 import queue
 import threading
@@ -24,8 +25,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from partita.errors import ConfigurationError, PartitaError, StoreError
 
 if TYPE_CHECKING:
-    import collections
-
     from partita.definitions.policies import ResourcePolicy
     from partita.execution.graph import TaskState, Token
 
@@ -97,7 +96,8 @@ class PooledGate(Protocol):
     """What a pool needs of a resource gate (`admission.ResourceGate`, which holds the pool)."""
 
     policy: ResourcePolicy
-    queue: collections.deque[tuple[int, Any, int]]
+    #: A heap of (priority, task, key index): its head is ``queue[0]``.
+    queue: list[tuple[tuple[int, int], Any, int]]
     pool: PoolSlots | None
 
     def forget(self, token: tuple[object, int]) -> None: ...
@@ -308,7 +308,7 @@ class SharedPools:
     def _refused(self, gate: PooledGate, token: Token, error: BaseException) -> None:
         """The store failed while acquiring: the attempt fails as on any store error, the run goes on."""
         if gate.queue and (gate.queue[0][1], gate.queue[0][2]) == token:
-            gate.queue.popleft()
+            heapq.heappop(gate.queue)
             gate.forget(token)
             self._fail(token[0], token[1], error)
         self._dispatch()
