@@ -17,7 +17,7 @@ from partita.definitions.assets import AssetDefinition, asset_name_of
 from partita.definitions.config import RunConfig, check_positive_int
 from partita.definitions.groups import PartitionGroup
 from partita.definitions.launch import LaunchKind, RunLaunch, Tags, check_tags
-from partita.definitions.policies import ResourcePolicy
+from partita.definitions.policies import ResourcePolicy, check_pool_name
 from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import ConfigurationError, DefinitionError
 from partita.execution.cancellation import DEFAULT_CANCEL_GRACE_SECONDS, RunCancellation
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from partita.execution.clock import Clock
     from partita.execution.engine import RunOptions
     from partita.execution.events import ExecutionObserver
+    from partita.execution.pools import PoolAccess
     from partita.results.model import RunResult
 
 __all__ = ["Flow", "run"]
@@ -96,6 +97,9 @@ def _resources(value: Any) -> dict[str, ResourcePolicy]:
             raise DefinitionError("Flow resources names must be non-empty strings")
         if not isinstance(policy, ResourcePolicy):
             raise DefinitionError(f"Flow resources[{name!r}] must be a ResourcePolicy")
+        if policy.shared and policy.pool is None:
+            # The resource's name becomes the pool's: it must be storable too.
+            check_pool_name("Flow resources name of a shared ResourcePolicy (its pool name)", name)
     return dict(value)
 
 
@@ -331,6 +335,7 @@ class Flow:
         if check_store is not None:
             check_store(store_url)  # a cluster whose workers cannot reach the store is refused before the run
         return RunOptions(
+            pools=self._pool_access(store),
             journal=journal,
             event_log=None if store is None else StoreEventLog(store),
             store_url=store_url,
@@ -346,6 +351,16 @@ class Flow:
             cancellation=cancellation,
             logs=logs,
         )
+
+    def _pool_access(self, store: Store | None) -> PoolAccess | None:
+        """The store's pool leases, when it is a SQL store (shared resource policies need one)."""
+        database = getattr(store, "database", None)
+        if database is None:
+            return None
+        from partita.execution.pools import PoolAccess
+        from partita.store.pools import SqlPoolLeases
+
+        return PoolAccess(SqlPoolLeases(database), self.record_partition_keys)
 
     def run(
         self,

@@ -900,6 +900,16 @@ CLI_COMMANDS.update(
 )
 
 
+EXPECTED_OUTPUT["shared_pool.py"] = ["runs: success, success", "bodies inside at once, at most: 2"]
+
+CLI_COMMANDS.update(
+    {
+        # docs/cli.md: no run holds a slot of the example's pool, and no store exists yet
+        "partita pools examples/shared_pool.py": (0, ["pool warehouse_api: 0 of 2 slots held"]),
+        "partita pools examples/shared_pool.py --json": (0, ['"name": "warehouse_api"', '"max_concurrency": 2']),
+    }
+)
+
 EXPECTED_OUTPUT["scheduled_reports.py"] = [
     "hourly_snapshot: cron 0 * * * * in UTC, catch-up latest",
     "nightly_report: cron 0 0 * * * in Europe/Berlin, catch-up 7",

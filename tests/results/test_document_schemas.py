@@ -58,6 +58,8 @@ CLI_DOCUMENTS = (
     "flow-state",
     "schedules",
     "attempt-logs",
+    # Checked in tests/cli/test_pools.py.
+    "pools",
 )
 #: Documents only the HTTP API serves; tests/ui/test_api_documents.py and test_actions_api.py validate them.
 API_DOCUMENTS = ("overview", "asset", "attempts", "planned", "partition-ranges")

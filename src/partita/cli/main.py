@@ -129,6 +129,7 @@ class _CommandGroup(click.Group):
     elsewhere = {
         "events": ("partita.cli.events", "events"),
         "flows": ("partita.cli.automation", "flows"),
+        "pools": ("partita.cli.pools", "pools"),
         "runs": ("partita.cli.runs", "runs"),
         "schedules": ("partita.cli.schedules", "schedules"),
         "serve": ("partita.cli.automation", "serve"),

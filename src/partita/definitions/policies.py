@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from partita.errors import DefinitionError
+from partita.partitions.base import storable_text_problem
 
 __all__ = [
     "Fail",
@@ -25,7 +26,28 @@ __all__ = [
     "ResourcePolicy",
     "Retry",
     "RetryPolicy",
+    "check_pool_name",
 ]
+
+#: The longest pool name a store keeps (the lease table's key column).
+POOL_NAME_MAX_LENGTH = 200
+
+
+def check_pool_name(field_name: str, name: Any) -> str:
+    """``name`` unchanged when every store can key a pool by it, else DefinitionError naming ``field_name``.
+
+    The message never repeats the name: it may be undecodable bytes.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise DefinitionError(f"{field_name} must be a non-empty string")
+    if len(name) > POOL_NAME_MAX_LENGTH:
+        raise DefinitionError(f"{field_name} must be at most {POOL_NAME_MAX_LENGTH} characters long")
+    problem = storable_text_problem(name)
+    if problem is None and any(ord(character) < 32 or ord(character) == 127 for character in name):
+        problem = "contains a control character"
+    if problem is not None:
+        raise DefinitionError(f"{field_name} {problem}; a pool name is kept in the store as text")
+    return name
 
 
 def _positive_int(owner: str, field_name: str, value: Any) -> int:
@@ -100,21 +122,46 @@ class ResourcePolicy:
     ``max_attempts`` bounds the invocations of one attempt when
     ``classify_failure`` answers `Retry` (without a classifier, failures are
     retried immediately up to ``max_attempts``).
+
+    With ``shared=True``, ``max_concurrency`` holds across every run and
+    process using the same store, through leased slots in the store (a
+    *pool*). The pool is named ``pool``, or the resource's name when that is
+    None, so two flows naming one resource share it without repeating a name.
+    A flag on the policy, rather than a separate pool object, keeps the one
+    limit in one place: the same policy is local or shared.
     """
 
     max_concurrency: int | None = None
     rate_limit: RateLimit | None = None
     max_attempts: int = 1
     classify_failure: Callable[[BaseException], FailureAction] | None = None
+    shared: bool = False
+    pool: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_concurrency is not None:
             _positive_int("ResourcePolicy", "max_concurrency", self.max_concurrency)
+        if not isinstance(self.shared, bool):
+            raise DefinitionError("ResourcePolicy shared must be True or False")
+        if self.shared and self.max_concurrency is None:
+            raise DefinitionError(
+                "ResourcePolicy max_concurrency must be set when shared=True: a shared pool needs a slot count"
+            )
+        if self.pool is not None:
+            if not self.shared:
+                raise DefinitionError("ResourcePolicy pool names a shared pool; set shared=True with it")
+            check_pool_name("ResourcePolicy pool", self.pool)
         if self.rate_limit is not None and not isinstance(self.rate_limit, RateLimit):
             raise DefinitionError("ResourcePolicy rate_limit must be a RateLimit")
         _positive_int("ResourcePolicy", "max_attempts", self.max_attempts)
         if self.classify_failure is not None and not callable(self.classify_failure):
             raise DefinitionError("ResourcePolicy classify_failure must be a callable taking the exception")
+
+    def pool_name(self, resource: str) -> str | None:
+        """The shared pool this policy draws slots from when it governs ``resource`` (None: not shared)."""
+        if not self.shared:
+            return None
+        return self.pool if self.pool is not None else resource
 
 
 @dataclass(frozen=True, slots=True)

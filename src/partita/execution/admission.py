@@ -13,11 +13,14 @@ from __future__ import annotations
 import collections
 import heapq
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from partita.definitions.groups import PartitionGroup
 from partita.definitions.policies import ResourcePolicy
 from partita.results.model import ResourceStatistics
+
+if TYPE_CHECKING:
+    from partita.execution.pools import PoolSlots
 
 __all__ = ["GroupGate", "ResourceGate", "bind_gates"]
 
@@ -44,6 +47,8 @@ class ResourceGate:
         self.wait_count = 0
         self.wait_duration = 0.0
         self.invocation_duration = 0.0
+        #: The store-leased slots of a shared policy (`execution.pools`); None for a local one.
+        self.pool: PoolSlots | None = None
 
     def earliest_start(self, now: float) -> float | None:
         """``None`` when a start is allowed now, else when it might be.

@@ -121,6 +121,11 @@ class Dispatcher:
                     if opens != _INFINITY:
                         self._wake_gate_at(gate, opens)
                     continue
+                pool = gate.pool
+                if pool is not None and not pool.admits(gate, (head[1], head[2])):
+                    # Waiting for the store to grant a slot of the shared pool: others go on.
+                    gate.note_denied((head[1], head[2]), now)
+                    continue
                 best, source = head, gate
             if best is None:
                 return
@@ -129,6 +134,8 @@ class Dispatcher:
             else:
                 heapq.heappop(source.queue)
                 source.note_started((best[1], best[2]), now)
+                if source.pool is not None:
+                    source.pool.started((best[1], best[2]))
             self.running += 1
             self._start(best[1], best[2])
 

@@ -35,10 +35,11 @@ from partita.execution.context import CallbackContext
 from partita.execution.dispatch import Dispatcher
 from partita.execution.events import ExecutionObserver, ObserverFanout, RunFinished, RunStarted
 from partita.execution.executors import Executor, InProcessExecutor
-from partita.execution.graph import Token, build_graph
+from partita.execution.graph import TaskState, Token, build_graph
 from partita.execution.inputs import OutputRelease
 from partita.execution.invocation import Invoker, RunEmitters
 from partita.execution.journal import RunJournal
+from partita.execution.pools import PoolAccess, SharedPools
 from partita.execution.readiness import Readiness
 from partita.execution.reuse import OutputReuse
 from partita.execution.run_result import RunResultBuilder
@@ -76,6 +77,8 @@ class RunOptions:
     cancellation: RunCancellation | None = None
     #: Where the attempts' log records (and captured output) are kept; None keeps nothing.
     logs: RunLogs | None = None
+    #: The store's leases for `ResourcePolicy(shared=True)` pools (a run using one is refused without).
+    pools: PoolAccess | None = None
 
 
 class _Run:
@@ -98,7 +101,9 @@ class _Run:
         receipts: list[EmissionReceipt] = []
         self.liveness = RunLiveness()
         self.gates, self.groups = bind_gates(tasks, plan.groups, options.resources)
+        self.pools = SharedPools.bind(options.pools, run_id, self.gates)
         retry_history: dict[Token, list[Invocation]] = {}
+        self._retry_history = retry_history
         materialized = any(task.definition.materialization is not None for task in tasks)
         self.reuse: OutputReuse | None = OutputReuse(self) if materialized else None
         self.dispatcher = Dispatcher(self.gates, self.max_concurrency, options.clock or SystemClock())
@@ -201,6 +206,8 @@ class _Run:
         if self.observers:
             self.observers.emit(RunStarted(self.run_id, self.plan))
         self._accept_cancellation(loop)
+        if self.pools is not None:
+            self.pools.start(loop, self.dispatcher.dispatch, self._pool_refused)
         try:
             readiness.release_roots()
             self.dispatcher.dispatch()
@@ -225,6 +232,8 @@ class _Run:
                 log_capture.uninstall(logs.capture)
             self.liveness.ended = True
             self.dispatcher.cancel_timers()
+            if self.pools is not None:
+                self.pools.close()  # every lease of the run, whatever ended it
             self.executor.shutdown(wait=0)
             callbacks.shutdown()
             if self.reuse is not None:
@@ -250,6 +259,11 @@ class _Run:
         except BaseException:
             self.executor.shutdown(wait=0)
             raise
+
+    def _pool_refused(self, task: TaskState, key_index: int, error: BaseException) -> None:
+        """The store failed to lease a slot: the attempt fails as on a commit's store error; no body ran."""
+        earlier = self._retry_history.pop((task, key_index), [])
+        self.settlement.fail_attempt(task, key_index, error, tuple(earlier))
 
     def _accept_cancellation(self, loop: asyncio.AbstractEventLoop) -> None:
         """Let `RunOptions.cancellation` cancel this run: it cancels the task running it, as Ctrl-C does."""

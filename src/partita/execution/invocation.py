@@ -271,6 +271,8 @@ class Invoker:
                 gate = task.gate
                 if gate is not None:
                     gate.note_finished(succeeded, finished - started)
+                    if gate.pool is not None:
+                        gate.pool.finished(token)  # a slot per invocation: a retry leases again
                 if succeeded:
                     self._succeeded(task, key_index, value, started, finished)
                 else:

@@ -94,7 +94,7 @@ class ResourcePlan:
     def to_dict(self) -> dict[str, Any]:
         policy = self.policy
         rate = policy.rate_limit
-        return {
+        document: dict[str, Any] = {
             "name": self.name,
             "assets": list(self.assets),
             "max_concurrency": policy.max_concurrency,
@@ -102,6 +102,10 @@ class ResourcePlan:
             "max_attempts": policy.max_attempts,
             "classifies_failures": policy.classify_failure is not None,
         }
+        pool = policy.pool_name(self.name)
+        if pool is not None:  # only then: plans of local policies keep their document unchanged
+            document["shared_pool"] = pool
+        return document
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,10 +43,12 @@ __all__ = [
     "trigger_cursors",
     "flow_state",
     "daemons",
+    "pool_leases",
+    "pool_waiters",
 ]
 
 #: Every migration revision this version ships, oldest first.
-KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008")
+KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009")
 SCHEMA_HEAD = KNOWN_REVISIONS[-1]
 #: Columns and indexes that exist on PostgreSQL only and that no query built
 #: from these tables names (driver SQL reads them): (table, column, index).
@@ -326,4 +328,35 @@ daemons = Table(
     Column("started_at", Float, nullable=False),
     Column("heartbeat_at", Float, nullable=False),
     Column("stopped_at", Float),
+)
+
+# Shared resource pools (revision 0009): a row per leased slot, and per run waiting for one.
+pool_leases = Table(
+    "partita_pool_leases",
+    metadata,
+    Column("pool", String(200), primary_key=True),
+    Column("slot", Integer, primary_key=True, autoincrement=False),
+    Column("lease_id", String(64), nullable=False, unique=True),
+    Column("run_id", String(64), nullable=False),
+    Column("host", Text, nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("owner_token", Text, nullable=False),
+    Column("asset", Text, nullable=False),
+    Column("key_index", Integer, nullable=False),
+    Column("partition_key", Text),
+    Column("acquired_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)
+
+pool_waiters = Table(
+    "partita_pool_waiters",
+    metadata,
+    Column("pool", String(200), primary_key=True),
+    Column("run_id", String(64), primary_key=True),
+    Column("host", Text, nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("asset", Text, nullable=False),
+    Column("waiting", Integer, nullable=False),
+    Column("since", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
 )
