@@ -17,8 +17,8 @@ import pytest
 
 import partita as p
 from partita.errors import StoreError
-from partita.store import SqlStore, open_store
 from partita.execution.pools import SlotRequest
+from partita.store import SqlStore, open_store
 from partita.store.pools import PoolHolder, SqlPoolLeases
 
 KEYS = ["a", "b"]
