@@ -900,6 +900,7 @@ CLI_COMMANDS.update(
 )
 
 
+EXPECTED_OUTPUT["dask_executor.py"] = ["run status: success", "reports: [10, 20, 30]"]
 EXPECTED_OUTPUT["shared_pool.py"] = ["runs: success, success", "bodies inside at once, at most: 2"]
 
 CLI_COMMANDS.update(
