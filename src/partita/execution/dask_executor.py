@@ -3,9 +3,9 @@
 Planning, admission, groups, resources, retries, circuits and the journal
 stay in the driver. Each invocation becomes one task on the cluster (its key
 names the run, the asset, the key position and the invocation, so
-concurrent runs never collide) plus a small task that reads the body's
-summary out of its result (see `partita.execution.dask_tasks`). The output
-stays on the worker: the engine receives a `DaskOutput` handle, passes it
+concurrent runs never collide); its worker publishes the body's summary
+(outcome, times, log lines) on the run's event topic before the task ends
+(see `partita.execution.dask_tasks`). The output stays on the worker: the engine receives a `DaskOutput` handle, passes it
 to downstream bodies (the executor hands Dask the future itself, so the
 value moves between workers, never through the driver), and releases it
 once no attempt of the run reads it (`partita.execution.inputs.OutputRelease`).
