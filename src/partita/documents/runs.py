@@ -105,11 +105,7 @@ def _record_without_attempts(store: SqlStore, run_id: str) -> tuple[StoredRun, d
     for task in record["tasks"]:
         task["counts"] = by_asset.get(task["asset"], _zero_counts())
         task["attempts"] = []
-    totals = _zero_counts()
-    for counts in by_asset.values():
-        for status, count in counts.items():
-            totals[status] = totals.get(status, 0) + count
-    record["counts"] = totals
+    record["counts"] = {**_zero_counts(), **run.counts}  # the digest counted the run's attempts from the same scan
     return run, record
 
 

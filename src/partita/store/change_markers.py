@@ -23,7 +23,7 @@ from partita.store.rows import event_of
 from partita.store.schema import attempt_logs, attempts, events, runs
 from partita.store.sql import SqlStore
 
-__all__ = ["ChangeMarkers", "MarkerReader", "RunProgress", "RunsMarker", "newest_events"]
+__all__ = ["ChangeMarkers", "MarkerReader", "RunProgress", "RunsMarker", "newest_event_id", "newest_events"]
 
 #: Runs that started this long before the newest start are counted too: a run's
 #: row is written when it starts, so an insert always lands within the window.
@@ -131,6 +131,12 @@ class ChangeMarkers:
         database = self._store.database
         with database.failures("read what changed"), database.connect() as connection:
             yield MarkerReader(self._store, connection)
+
+
+def newest_event_id(store: SqlStore, asset: str | None = None) -> int:
+    """The newest event id (of ``asset`` when given; 0: none yet): what a page was drawn with, for its stream."""
+    with ChangeMarkers(store).reading() as markers:
+        return markers.newest_event_ids([asset])[asset] if asset is not None else markers.newest_event_id()
 
 
 def newest_events(

@@ -14,7 +14,7 @@ from partita.operations.status import KeyState, PartitionStates
 from partita.operations.status_layout import SYMBOLS
 from partita.planning.lineage import Lineage
 from partita.planning.plan import describe_asset
-from partita.store.change_markers import ChangeMarkers
+from partita.store.change_markers import newest_event_id
 from partita.ui.asset_window import (
     AssetRef,
     Window,
@@ -108,8 +108,7 @@ def _read_grid(
 def asset_page(request: Request, name: str, context: Context, start: WindowBound = None, end: WindowBound = None) -> Response:
     asset = find_asset(context, name)
     # Read before the grid: an event stored after this id reaches the page through its stream's first message.
-    with ChangeMarkers(context.store).reading() as markers:
-        page_events = markers.newest_event_ids([asset.name])[asset.name]
+    page_events = newest_event_id(context.store, asset.name)
     page, code = _read_grid(context, asset, start, end)
     page["shown_events"] = page_events
     page["described"] = describe_asset(asset.definition)

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
 from partita.events.model import AssetEvent
-from partita.store.change_markers import ChangeMarkers, newest_events
+from partita.store.change_markers import newest_event_id, newest_events
 from partita.ui.context import UiContext, ui_context
 from partita.ui.security import require_reader
 from partita.ui.templating import render
@@ -92,8 +92,7 @@ def events_page(
     query: Annotated[EventsQuery, Depends(events_query)],
 ) -> Response:
     # The newest event id, read before the feed: the stream's first message says only whether a newer one came.
-    with ChangeMarkers(context.store).reading() as markers:
-        newest = markers.newest_event_ids([query.asset])[query.asset] if query.asset else markers.newest_event_id()
+    newest = newest_event_id(context.store, query.asset)
     fields = {"asset": query.asset} if query.asset else {}
     stream = "/api/v1/stream?" + urlencode({**fields, "initial": "events", "shown_events": newest})
     page = {
