@@ -20,13 +20,16 @@ import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from partita.errors import ExecutionError
 from partita.execution.inputs import PartitionedOutputs
 from partita.execution.log_capture import RemoteOutcome
 from partita.execution.workers import Completion, CompletionInbox
 from partita.results.deferred import DeferredOutput
+
+if TYPE_CHECKING:
+    from partita.execution.run_constants import RunConstants
 
 __all__ = ["DaskOutput", "DaskSession"]
 
@@ -86,10 +89,15 @@ class DaskOutput(DeferredOutput):
 
 @dataclass(slots=True, eq=False)
 class _Pending:
+    """One submitted body: what the driver needs when its summary or its failure comes back."""
+
     token: Any
     asset_name: str
-    body: Any
     submitted: float
+    key: str
+    #: What the task is called with until it is sent (then dropped): payload, shared-objects token and future, inputs.
+    call: tuple[Any, ...] | None
+    body: Any = None
 
 class DaskSession:
     """One run's use of a cluster: its futures, its output handles, its summaries topic."""
@@ -99,43 +107,100 @@ class DaskSession:
     ) -> None:
         import cloudpickle  # with dask: this module is imported without the extra installed
 
-        from partita.execution.dask_tasks import pack_body, run_body
+        from partita.execution.dask_tasks import forget_shared_objects, run_body
+        from partita.execution.run_constants import RunConstants, install, shared_objects_of
 
         self._client, self._cluster, self._owns_client = client, cluster, owns_client
-        self._pack_body, self._run_body, self._loads = pack_body, run_body, cloudpickle.loads
+        self._loop = loop
+        self._run_body, self._loads = run_body, cloudpickle.loads
+        self._shared_objects = lambda emitter: RunConstants(shared_objects_of(emitter))
+        self._install, self._forget = install, forget_shared_objects
+        #: The run's shared objects, sent to every worker at the first submit (and their token and future).
+        self._constants: tuple[RunConstants, str, Any] | None = None
         self._inbox = CompletionInbox(loop, deliver)
         self._lock = threading.Lock()  # guards _pending: the loop adds, Dask's threads remove
         self._pending: dict[str, _Pending] = {}
         self._outputs: weakref.WeakSet[DaskOutput] = weakref.WeakSet()
         self._closed = False
+        self._queued: list[_Pending] = []  # submitted in this loop pass, not yet sent
+        self._flush_scheduled = False
         # Workers publish each body's summary on this run's topic; the scheduler forwards it here.
         self._topic = f"partita-summaries-{uuid.uuid4().hex}"
         client.subscribe_topic(self._topic, self._summary_arrived)
 
     def submit(self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], asset_name: str, emitter: Any) -> None:
+        """Queue one body for the cluster; the bodies queued in one loop pass go in one graph update."""
         run_id = getattr(emitter, "run_id", None) or "run"
         invocation = getattr(emitter, "invocation", None) or 1
         key = f"partita-{run_id}-{asset_name}-{token[1]}-{invocation}"
         plain, inputs, gathered = _split_inputs(kwargs)
         _pickle_unimportable_modules(fn)
         submitted = time.time()
-        entry = _Pending(token, asset_name, None, submitted)
-        with self._lock:
-            self._pending[key] = entry  # before the submit: the summary may arrive at once
         try:
-            payload = self._pack_body(fn, plain, emitter)
-            entry.body = self._client.submit(
-                self._run_body, payload, inputs, gathered, self._topic, key=key, pure=False, retries=0
-            )
+            constants, shared, _ = self._constants or self._ship_constants(emitter)
+            payload = constants.dumps((fn, plain, emitter))
+        except Exception as exc:  # noqa: BLE001 - what cannot be sent fails its own attempt
+            self._inbox.put((token, False, _unsendable(asset_name, exc), submitted, time.time()))
+            return
+        entry = _Pending(token, asset_name, submitted, key, (payload, shared, inputs, gathered, self._topic))
+        with self._lock:
+            self._pending[key] = entry
+        self._queued.append(entry)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """On the loop: send the queued bodies to the scheduler as one graph update (``Client.map``).
+
+        One update per loop pass, not one per body, is what keeps the
+        driver's scheduler and sockets from growing busier than the bodies.
+        """
+        self._flush_scheduled = False
+        queued, self._queued = self._queued, []
+        if not queued:
+            return
+        columns = [list(column) for column in zip(*(entry.call for entry in queued), strict=True)]
+        try:
+            # Under the lock: a summary that arrives at once finds its entry's future already set,
+            # and a run closed meanwhile sends nothing.
+            with self._lock:
+                if self._closed:
+                    return
+                futures = self._client.map(
+                    self._run_body, *columns, key=[entry.key for entry in queued], pure=False, retries=0
+                )
+                for entry, future in zip(queued, futures, strict=True):
+                    entry.body, entry.call = future, None
+        except Exception:  # noqa: BLE001 - one body whose inputs cannot be sent must not fail the others
+            for entry in queued:
+                self._submit_one(entry)
+            return
+        for future in futures:
+            future.add_done_callback(self._body_done)
+
+    def _submit_one(self, entry: _Pending) -> None:
+        assert entry.call is not None
+        try:
+            with self._lock:
+                if self._closed:
+                    return
+                entry.body = self._client.submit(self._run_body, *entry.call, key=entry.key, pure=False, retries=0)
+                entry.call = None
         except Exception as exc:  # noqa: BLE001 - what cannot be sent fails its own attempt
             with self._lock:
-                self._pending.pop(key, None)
-            error = ExecutionError(
-                f"asset {asset_name!r}: its body or inputs cannot be sent to the Dask cluster: {type(exc).__name__}: {exc}"
-            )
-            self._inbox.put((token, False, error, submitted, time.time()))
+                self._pending.pop(entry.key, None)
+            self._inbox.put((entry.token, False, _unsendable(entry.asset_name, exc), entry.submitted, time.time()))
             return
         entry.body.add_done_callback(self._body_done)
+
+    def _ship_constants(self, emitter: Any) -> tuple[RunConstants, str, Any]:
+        """Send the run's shared objects to every worker once, and keep a copy on the cluster for late workers."""
+        constants = self._shared_objects(emitter)
+        copy = self._client.scatter(constants.table, hash=False)
+        self._client.run(self._install, copy.key, constants.table)
+        self._constants = (constants, copy.key, copy)
+        return self._constants
 
     def _summary_arrived(self, event: tuple[float, Any]) -> None:
         """On the client's thread: a body's summary, published by its worker when the body ended."""
@@ -189,6 +254,8 @@ class DaskSession:
             self._closed = True
             pending = list(self._pending.values())
             self._pending.clear()
+        self._queued.clear()
+        shared, self._constants = self._constants, None  # dropping the future lets Dask forget their copy
         client = self._client
         futures = [entry.body for entry in pending if entry.body is not None]
         try:
@@ -200,6 +267,8 @@ class DaskSession:
                 self._fetch_kept_outputs()
             else:
                 _forget_topic(client, self._topic)
+                if shared is not None:
+                    _forget_shared_objects(client, self._forget, shared[1])
         finally:
             if self._owns_client:
                 client.close()
@@ -235,6 +304,20 @@ def _forget_topic(client: Any, topic: str) -> None:
         client.run_on_scheduler(forget)
     except Exception:  # noqa: BLE001 - a scheduler that refuses keeps a bounded log
         pass
+
+
+def _forget_shared_objects(client: Any, forget: Callable[[str], Any], token: str) -> None:
+    """Let the workers drop the run's shared objects (best effort: each keeps a few runs' at most)."""
+    try:
+        client.run(forget, token, wait=False)
+    except Exception:  # noqa: BLE001 - a worker that misses this drops them when newer runs come
+        pass
+
+
+def _unsendable(asset_name: str, exc: BaseException) -> ExecutionError:
+    return ExecutionError(
+        f"asset {asset_name!r}: its body or inputs cannot be sent to the Dask cluster: {type(exc).__name__}: {exc}"
+    )
 
 
 def _cluster_failure(asset_name: str, exc: BaseException) -> BaseException:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,10 +27,11 @@ from partita.errors import ExecutionError
 from partita.events.emission import activate, deactivate
 from partita.execution.inputs import PartitionedOutputs
 from partita.execution.log_capture import RemoteOutcome
+from partita.execution.run_constants import forget, load_call
 from partita.partitions.base import PartitionDef
 from partita.results.logs import LogRow
 
-__all__ = ["BodySummary", "Envelope", "pack_body", "run_body"]
+__all__ = ["BodySummary", "Envelope", "forget_shared_objects", "run_body"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,28 +64,29 @@ def _sizeof_envelope(envelope: Envelope) -> int:
 Gathered = tuple[PartitionDef, tuple[Any, ...], list[Any]]
 
 
-def pack_body(fn: Callable[..., Any], kwargs: dict[str, Any], emitter: Any) -> bytes:
-    """A body, its plain arguments and its emitter as cloudpickle bytes.
+def run_body(
+    payload: bytes, token: str, inputs: dict[str, Envelope], gathered: dict[str, Gathered], topic: str
+) -> Envelope:
+    """Call one body on a worker with its inputs unwrapped; publish its summary; keep its output.
 
-    Dask pickles a task with the standard pickler first, which sends a
-    function by module and name; a body from an entry file the CLI loaded
-    (its module registered by value with cloudpickle) must travel by value,
-    so the driver pickles it with cloudpickle itself, as the process executor does.
+    ``payload`` is the body, its plain arguments and its emitter, pickled by
+    the driver with cloudpickle (Dask's own pickling would send a body from
+    an entry file by name, which workers cannot import) and with the run's
+    shared objects as references (`partita.execution.run_constants`): the
+    driver sent those to every worker when the run started, under ``token``,
+    which is also the key of their copy on the cluster. Not a dependency of
+    the task: a dependency held on every worker would let the scheduler
+    place a body away from the worker that holds its upstream output.
     """
-    return cloudpickle.dumps((fn, kwargs, emitter), protocol=5)
-
-
-def run_body(payload: bytes, inputs: dict[str, Envelope], gathered: dict[str, Gathered], topic: str) -> Envelope:
-    """Call one body on a worker with its inputs unwrapped; publish its summary; keep its output."""
-    envelope = _call_body(payload, inputs, gathered)
+    envelope = _call_body(payload, token, inputs, gathered)
     summary = cloudpickle.dumps(envelope.summary, protocol=5)
     # Published before the task ends; a summary that cannot be published fails the task instead.
     distributed.get_worker().log_event(topic, {"key": distributed.get_worker().get_current_task(), "summary": summary})
     return Envelope(envelope.value, None)
 
 
-def _call_body(payload: bytes, inputs: dict[str, Envelope], gathered: dict[str, Gathered]) -> Envelope:
-    fn, kwargs, emitter = cloudpickle.loads(payload)
+def _call_body(payload: bytes, token: str, inputs: dict[str, Envelope], gathered: dict[str, Gathered]) -> Envelope:
+    fn, kwargs, emitter = load_call(payload, token, lambda: _fetch_table(token))
     del payload
     for name, envelope in inputs.items():
         kwargs[name] = envelope.value
@@ -109,6 +110,17 @@ def _call_body(payload: bytes, inputs: dict[str, Envelope], gathered: dict[str, 
     if not raised:
         return Envelope(value, BodySummary(True, None, lines, started, finished))
     return Envelope(None, BodySummary(False, _sendable(value), lines, started, finished))
+
+
+async def forget_shared_objects(token: str) -> None:
+    """On a worker, at the end of a run: drop its shared objects (a coroutine: the driver does not wait)."""
+    forget(token)
+
+
+def _fetch_table(key: str) -> bytes:
+    """A worker that joined or restarted after the run started: its shared objects from the cluster."""
+    client = distributed.get_client()
+    return client.gather(distributed.Future(key, client))
 
 
 def _sendable(exc: BaseException) -> BaseException:
