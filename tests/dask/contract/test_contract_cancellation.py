@@ -6,7 +6,8 @@ caller would. Nothing new is admitted, the running sync bodies get the grace
 period and are then abandoned, every attempt without an outcome is recorded
 cancelled, and `Flow.run` returns the cancelled result. In the second, the
 task awaiting `Flow.run_async` is cancelled and the running bodies finish
-within the grace period, so they keep their outcome. Bodies leave a mark
+within the grace period, so they keep their outcome. In the third, the
+running bodies are async and are cancelled at once. Bodies leave a mark
 when they start and wait for a release mark the test writes.
 """
 
@@ -18,6 +19,8 @@ import threading
 import time
 from contextlib import closing
 from pathlib import Path
+
+import pytest
 
 import partita as p
 
@@ -44,6 +47,21 @@ def blocks_until_released(context):
 @p.asset(partition_def=SHARDS, registry=REGISTRY)
 def after_the_release(blocks_until_released):
     return blocks_until_released
+
+
+@p.asset(partition_def=SHARDS, registry=REGISTRY)
+async def awaits_until_released(context):
+    folder = Path(os.environ[MARKS])
+    (folder / f"pid-{context.partition_key}").write_text(str(os.getpid()))
+    os.replace(folder / f"pid-{context.partition_key}", folder / f"started-{context.partition_key}")
+    deadline = time.monotonic() + WAIT
+    try:
+        while not (folder / "release").exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+    except asyncio.CancelledError:
+        (folder / f"cancelled-{context.partition_key}").write_text("")
+        raise
+    return context.partition_key
 
 
 def _running(pid: int) -> bool:
@@ -149,3 +167,54 @@ def test_bodies_that_finish_within_the_grace_keep_their_outcome_and_nothing_new_
     assert [result.output("blocks_until_released", key) for key in ("s1", "s2")] == ["s1", "s2"]
     assert [(a.status, a.reason) for a in result.tasks["after_the_release"].attempts] == [cancelled] * 5
     assert sorted(_started(marks)) == ["s1", "s2"]
+
+
+#: Where running async bodies are not cancelled (found by this suite; see the test's xfail reason).
+ASYNC_BODIES_RUN_ON_TO_THE_GRACE = (
+    "a running async body is not cancelled on the {kind} executor: the engine cancels only the async bodies "
+    "it runs on its own loop (Invoker.cancel_async_bodies); the {kind} executor runs them with asyncio.run "
+    "in its worker and has no way to cancel one, so the run waits out cancel_grace_seconds as for a sync body"
+)
+
+
+def test_cancelling_a_run_cancels_its_running_async_bodies_at_once(executor_kind, marks, poll, request):
+    kind = "dask" if isinstance(executor_kind, p.DaskExecutor) else executor_kind
+    if kind != "thread":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=ASYNC_BODIES_RUN_ON_TO_THE_GRACE.format(kind=kind)))
+    grace = 1.0
+    flow = p.Flow(
+        ["awaits_until_released"], registry=REGISTRY, executor=executor_kind, max_concurrency=2,
+        cancel_grace_seconds=grace,
+    )
+    finished: list[p.RunResult] = []
+
+    class Finished:
+        def on_event(self, event):
+            if isinstance(event, p.RunFinished):
+                finished.append(event.result)
+
+    async def main() -> float:
+        task = asyncio.create_task(flow.run_async({"partition_keys": SHARDS.keys}, observers=[Finished()]))
+        await asyncio.to_thread(poll, lambda: len(_started(marks)) == 2, "two bodies to start")
+        cancelled_at = time.monotonic()
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return time.monotonic() - cancelled_at
+        raise AssertionError("the cancelled run_async returned instead of raising CancelledError")
+
+    try:
+        waited = asyncio.run(main())
+        saw_cancel = sorted(path.name.removeprefix("cancelled-") for path in marks.glob("cancelled-*"))
+    finally:
+        (marks / "release").write_text("")  # a body nobody cancelled ends too
+
+    [result] = finished
+    assert result.status is p.RunStatus.CANCELLED
+    attempts = result.tasks["awaits_until_released"].attempts
+    assert [(a.status, a.reason) for a in attempts] == [(p.AttemptStatus.CANCELLED, p.SkipReason.CANCELLED)] * 5
+    assert [len(a.invocations) for a in attempts] == [1, 1, 0, 0, 0]
+    assert sorted(_started(marks)) == ["s1", "s2"]
+    assert waited < grace, f"the run waited {waited:.2f} s: its async bodies ran on to the end of the grace period"
+    assert saw_cancel == ["s1", "s2"]
