@@ -124,9 +124,10 @@ class DaskSession:
             self._pending[key] = entry  # before the submit: the summary may arrive at once
         try:
             payload = self._pack_body(fn, plain, emitter)
-            entry.body = self._client.submit(
-                self._run_body, payload, inputs, gathered, self._topic, key=key, pure=False, retries=0
-            )
+            with self._lock:  # a summary arriving before submit returns waits here, then finds entry.body set
+                entry.body = self._client.submit(
+                    self._run_body, payload, inputs, gathered, self._topic, key=key, pure=False, retries=0
+                )
         except Exception as exc:  # noqa: BLE001 - what cannot be sent fails its own attempt
             with self._lock:
                 self._pending.pop(key, None)
