@@ -1,30 +1,19 @@
-"""One engine contract for every executor: the same flows, the same outcomes on threads, processes and Dask.
+"""Dependencies per key, gathering, retries and emission give the same outcomes on threads, processes and Dask.
 
-The behaviours that pin the engine (dependencies per key, skips of a failed
-key's own downstream, gathering, retries, emission) run over the in-process,
-process and Dask executors; the Dask case reuses the session's two-worker
-LocalCluster. Assets are module level so worker processes find them.
+One module of the engine contract (tests/dask/contract/): the same flows
+over the in-process, process and Dask executors (`executor_kind`). Assets
+are module level so worker processes find them.
 """
 
 from __future__ import annotations
 
 import os
 
-import pytest
-
 import partita as p
 
 DAYS = p.DatePartitionDef()
 KEYS = ["2026-08-08", "2026-08-09", "2026-08-10"]
 REGISTRY = p.AssetRegistry()
-
-
-@pytest.fixture(params=["thread", "process", "dask"])
-def executor_kind(request):
-    """An executor option for `Flow(executor=...)`, per kind."""
-    if request.param == "dask":
-        return p.DaskExecutor(client=request.getfixturevalue("dask_client"))
-    return request.param
 
 
 def _flow(targets, executor, **options):
