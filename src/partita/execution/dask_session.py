@@ -107,16 +107,16 @@ class DaskSession:
     ) -> None:
         import cloudpickle  # with dask: this module is imported without the extra installed
 
-        from partita.execution.dask_tasks import forget_shared_objects, run_body
-        from partita.execution.run_constants import RunConstants, install, shared_objects_of
+        from partita.execution.dask_tasks import SharedObjects, run_body
+        from partita.execution.run_constants import RunConstants, shared_objects_of
 
         self._client, self._cluster, self._owns_client = client, cluster, owns_client
         self._loop = loop
         self._run_body, self._loads = run_body, cloudpickle.loads
         self._shared_objects = lambda emitter: RunConstants(shared_objects_of(emitter))
-        self._install, self._forget = install, forget_shared_objects
-        #: The run's shared objects, sent to every worker at the first submit (and their token and future).
-        self._constants: tuple[RunConstants, str, Any] | None = None
+        self._plugin = SharedObjects
+        #: The run's shared objects and the token its workers know them by, sent at the first submit.
+        self._constants: tuple[RunConstants, str] | None = None
         self._inbox = CompletionInbox(loop, deliver)
         self._lock = threading.Lock()  # guards _pending: the loop adds, Dask's threads remove
         self._pending: dict[str, _Pending] = {}
@@ -137,7 +137,7 @@ class DaskSession:
         _pickle_unimportable_modules(fn)
         submitted = time.time()
         try:
-            constants, shared, _ = self._constants or self._ship_constants(emitter)
+            constants, shared = self._constants or self._ship_constants(emitter)
             payload = constants.dumps((fn, plain, emitter))
         except Exception as exc:  # noqa: BLE001 - what cannot be sent fails its own attempt
             self._inbox.put((token, False, _unsendable(asset_name, exc), submitted, time.time()))
@@ -194,12 +194,12 @@ class DaskSession:
             return
         entry.body.add_done_callback(self._body_done)
 
-    def _ship_constants(self, emitter: Any) -> tuple[RunConstants, str, Any]:
-        """Send the run's shared objects to every worker once, and keep a copy on the cluster for late workers."""
+    def _ship_constants(self, emitter: Any) -> tuple[RunConstants, str]:
+        """Send the run's shared objects to every worker once, as a plugin that workers joining later get too."""
         constants = self._shared_objects(emitter)
-        copy = self._client.scatter(constants.table, hash=False)
-        self._client.run(self._install, copy.key, constants.table)
-        self._constants = (constants, copy.key, copy)
+        token = f"partita-shared-{uuid.uuid4().hex}"
+        self._client.register_plugin(self._plugin(token, constants.table), name=token)
+        self._constants = (constants, token)
         return self._constants
 
     def _summary_arrived(self, event: tuple[float, Any]) -> None:
@@ -255,7 +255,7 @@ class DaskSession:
             pending = list(self._pending.values())
             self._pending.clear()
         self._queued.clear()
-        shared, self._constants = self._constants, None  # dropping the future lets Dask forget their copy
+        shared, self._constants = self._constants, None
         client = self._client
         futures = [entry.body for entry in pending if entry.body is not None]
         try:
@@ -268,7 +268,7 @@ class DaskSession:
             else:
                 _forget_topic(client, self._topic)
                 if shared is not None:
-                    _forget_shared_objects(client, self._forget, shared[1])
+                    _forget_shared_objects(client, shared[1])
         finally:
             if self._owns_client:
                 client.close()
@@ -306,10 +306,10 @@ def _forget_topic(client: Any, topic: str) -> None:
         pass
 
 
-def _forget_shared_objects(client: Any, forget: Callable[[str], Any], token: str) -> None:
+def _forget_shared_objects(client: Any, token: str) -> None:
     """Let the workers drop the run's shared objects (best effort: each keeps a few runs' at most)."""
     try:
-        client.run(forget, token, wait=False)
+        client.unregister_worker_plugin(token)
     except Exception:  # noqa: BLE001 - a worker that misses this drops them when newer runs come
         pass
 

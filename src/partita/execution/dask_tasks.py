@@ -27,11 +27,11 @@ from partita.errors import ExecutionError
 from partita.events.emission import activate, deactivate
 from partita.execution.inputs import PartitionedOutputs
 from partita.execution.log_capture import RemoteOutcome
-from partita.execution.run_constants import forget, load_call
+from partita.execution.run_constants import forget, install, load_call
 from partita.partitions.base import PartitionDef
 from partita.results.logs import LogRow
 
-__all__ = ["BodySummary", "Envelope", "forget_shared_objects", "run_body"]
+__all__ = ["BodySummary", "Envelope", "SharedObjects", "run_body"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +72,10 @@ def run_body(
     ``payload`` is the body, its plain arguments and its emitter, pickled by
     the driver with cloudpickle (Dask's own pickling would send a body from
     an entry file by name, which workers cannot import) and with the run's
-    shared objects as references (`partita.execution.run_constants`): the
-    driver sent those to every worker when the run started, under ``token``,
-    which is also the key of their copy on the cluster. Not a dependency of
-    the task: a dependency held on every worker would let the scheduler
-    place a body away from the worker that holds its upstream output.
+    shared objects as references (`partita.execution.run_constants`), which
+    every worker installs under ``token`` through `SharedObjects`. Not a
+    dependency of the task: a dependency held on every worker would let the
+    scheduler place a body away from the worker holding its upstream output.
     """
     envelope = _call_body(payload, token, inputs, gathered)
     summary = cloudpickle.dumps(envelope.summary, protocol=5)
@@ -86,7 +85,7 @@ def run_body(
 
 
 def _call_body(payload: bytes, token: str, inputs: dict[str, Envelope], gathered: dict[str, Gathered]) -> Envelope:
-    fn, kwargs, emitter = load_call(payload, token, lambda: _fetch_table(token))
+    fn, kwargs, emitter = load_call(payload, token)
     del payload
     for name, envelope in inputs.items():
         kwargs[name] = envelope.value
@@ -112,15 +111,22 @@ def _call_body(payload: bytes, token: str, inputs: dict[str, Envelope], gathered
     return Envelope(None, BodySummary(False, _sendable(value), lines, started, finished))
 
 
-async def forget_shared_objects(token: str) -> None:
-    """On a worker, at the end of a run: drop its shared objects (a coroutine: the driver does not wait)."""
-    forget(token)
+class SharedObjects(distributed.WorkerPlugin):
+    """A run's shared objects as a worker plugin: every worker installs them, those that join later too.
 
+    The scheduler hands its registered plugins to each worker that
+    connects, so a worker started (or restarted by its nanny) mid-run has
+    them before it runs a body of the run; unregistering drops them.
+    """
 
-def _fetch_table(key: str) -> bytes:
-    """A worker that joined or restarted after the run started: its shared objects from the cluster."""
-    client = distributed.get_client()
-    return client.gather(distributed.Future(key, client))
+    def __init__(self, token: str, table: bytes) -> None:
+        self.token, self.table = token, table
+
+    def setup(self, worker: Any) -> None:
+        install(self.token, self.table)
+
+    def teardown(self, worker: Any) -> None:
+        forget(self.token)
 
 
 def _sendable(exc: BaseException) -> BaseException:

@@ -5,9 +5,8 @@ definitions may hold thousands of keys: pickled with every body, they made
 the cost of sending one attempt grow with the keys of the run (about 80 KB
 and 0.8 ms an attempt at 3,334 static keys). `RunConstants` pickles a call
 with a reference (pickle's persistent id) in place of each shared object;
-the receiving process unpickles the shared objects once (`install`, or
-on its first call through ``fetch_table``) and resolves the references
-against them (`load_call`).
+the receiving process unpickles the shared objects once (`install`) and
+resolves the references against them (`load_call`).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import io
 import pickle
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import cloudpickle
@@ -92,16 +91,10 @@ def forget(token: str) -> None:
         _loaded.pop(token, None)
 
 
-def load_call(payload: bytes, token: str, fetch_table: Callable[[], bytes]) -> Any:
-    """In the receiving process: ``payload`` unpickled against its run's shared objects.
-
-    A process that was not sent them ahead (it joined the cluster late, or
-    it restarted) fetches them once through ``fetch_table``.
-    """
+def load_call(payload: bytes, token: str) -> Any:
+    """In the receiving process: ``payload`` unpickled against its run's shared objects (installed first)."""
     with _loaded_lock:
         objects = _loaded.get(token)
     if objects is None:
-        install(token, fetch_table())
-        with _loaded_lock:
-            objects = _loaded[token]
+        raise LookupError(f"the shared objects of run token {token} were never installed in this process")
     return _ResolvingUnpickler(io.BytesIO(payload), objects).load()
