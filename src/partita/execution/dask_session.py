@@ -113,7 +113,7 @@ class DaskSession:
         self._client, self._cluster, self._owns_client = client, cluster, owns_client
         self._loop = loop
         self._run_body, self._loads = run_body, cloudpickle.loads
-        self._shared_objects = lambda emitter: RunConstants(shared_objects_of(emitter))
+        self._shared_objects = lambda emitter: RunConstants(shared_objects_of(emitter), by_value=True)
         self._plugin = SharedObjects
         #: The run's shared objects and the token its workers know them by, sent at the first submit.
         self._constants: tuple[RunConstants, str] | None = None

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import pickle
 import time
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from partita.errors import ConfigurationError, ExecutionError
 from partita.execution.process_pool import WorkerPool
+from partita.execution.run_constants import RunConstants, shared_objects_of
 from partita.execution.workers import Completion, ThreadWorkers
 
 __all__ = ["EXECUTOR_FORMS", "Executor", "InProcessExecutor", "ProcessExecutor", "resolve_executor"]
@@ -87,10 +87,12 @@ class ProcessExecutor:
         self._pool: WorkerPool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._deliver: Deliver | None = None
+        self._constants: RunConstants | None = None
 
     def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver, max_workers: int) -> None:
         size = self._max_workers or min(max_workers, multiprocessing.cpu_count())
         self._pool = WorkerPool(loop, deliver, size, parent_death_signal=self._parent_death_signal)
+        self._constants = None  # a new pool's workers get the run's shared objects anew
         self._pool.fill()
         self._loop, self._deliver = loop, deliver
 
@@ -100,7 +102,10 @@ class ProcessExecutor:
         if self._pool is None or self._loop is None or self._deliver is None:
             raise ExecutionError("ProcessExecutor.submit called before start()")
         try:
-            payload = pickle.dumps((fn, kwargs, emitter), protocol=pickle.HIGHEST_PROTOCOL)
+            if self._constants is None:  # the run's catalog and definitions go to each worker once
+                self._constants = RunConstants(shared_objects_of(emitter))
+                self._pool.share(self._constants.table)
+            payload = self._constants.dumps((fn, kwargs, emitter))
         except Exception as exc:  # noqa: BLE001 - what cannot be pickled fails its own attempt
             error = ExecutionError(
                 f"asset {asset_name!r}: its body or inputs cannot be sent to a worker process: "

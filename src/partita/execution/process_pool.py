@@ -41,12 +41,16 @@ from typing import Any
 
 from partita.errors import ExecutionError
 from partita.events.emission import activate, deactivate
+from partita.execution.run_constants import install, load_call
 from partita.execution.workers import Completion, CompletionInbox
 
 __all__ = ["WorkerPool"]
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 _STOP = b""  # an empty job: the worker returns
+#: Before a message of the run's shared objects (a job is a pickle, whose first byte is never this one).
+_SHARED = b"\x01"
+_SHARED_TOKEN = "process-pool"  # a worker process serves one pool, so one token
 
 
 class _Reply(enum.IntEnum):
@@ -71,6 +75,8 @@ class _Worker:
     conn: Connection
     job: _Job | None = None
     gone: bool = False
+    #: Whether the worker was sent the run's shared objects (before its first job).
+    shared: bool = False
 
 
 class WorkerPool:
@@ -95,6 +101,7 @@ class WorkerPool:
         self._idle: list[_Worker] = []
         self._queue: collections.deque[_Job] = collections.deque()
         self._closed = False
+        self._shared: bytes | None = None
         self._version = 0  # bumped when the set of workers changes: the collector rebuilds its wait list
         self._alive_reader, self._alive_writer = self._context.Pipe(duplex=False)
         self._wake_reader, self._wake_writer = self._context.Pipe(duplex=False)
@@ -189,8 +196,15 @@ class WorkerPool:
             )
             self._inbox.put((job.token, False, error, job.submitted, time.time()))
 
+    def share(self, table: bytes) -> None:
+        """The run's shared objects (`partita.execution.run_constants`): each worker gets them once, first."""
+        self._shared = _SHARED + table
+
     def _send(self, worker: _Worker, job: _Job) -> None:
         try:
+            if not worker.shared and self._shared is not None:
+                worker.conn.send_bytes(self._shared)
+                worker.shared = True
             worker.conn.send_bytes(job.payload)
         except OSError:
             # The worker died before taking the job: it never ran, so it goes
@@ -367,6 +381,12 @@ def _serve(
             return
         if payload == _STOP:
             return
+        if payload[:1] == _SHARED:
+            try:
+                install(_SHARED_TOKEN, payload[1:])
+            except Exception:  # noqa: BLE001 - each job then fails, saying its inputs cannot be loaded
+                pass
+            continue
         reply = _run(payload)
         del payload
         try:
@@ -387,7 +407,7 @@ def _exit_with_driver(alive: Connection) -> None:
 def _run(payload: bytes) -> bytes:
     """Call one body and make its outcome portable."""
     try:
-        fn, kwargs, emitter = pickle.loads(payload)
+        fn, kwargs, emitter = load_call(payload, _SHARED_TOKEN)
     except BaseException as exc:  # noqa: BLE001 - reported as the attempt's failure
         now = time.time()
         message = f"its body or inputs cannot be loaded in the worker process: {type(exc).__name__}: {exc}"

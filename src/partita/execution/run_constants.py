@@ -18,20 +18,38 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-import cloudpickle
-
 __all__ = ["RunConstants", "forget", "install", "load_call", "shared_objects_of"]
 
 
-class _ReferencingPickler(cloudpickle.Pickler):
-    """cloudpickle, writing a persistent id for each registered object (by identity)."""
+class _References:
+    """A pickler mix-in writing a persistent id for each registered object (by identity)."""
 
     def __init__(self, file: io.BytesIO, ids: Mapping[int, int]) -> None:
-        super().__init__(file, protocol=5)
+        super().__init__(file, protocol=5)  # type: ignore[call-arg]
         self._ids = ids
 
     def persistent_id(self, obj: Any) -> int | None:
         return self._ids.get(id(obj))
+
+
+class _ReferencingPickler(_References, pickle.Pickler):
+    """The standard pickler with references."""
+
+
+_by_value_pickler: type[pickle.Pickler] | None = None
+
+
+def _cloudpickle_referencing_pickler() -> type[pickle.Pickler]:
+    """The same with cloudpickle (bodies from an entry file travel by value); built on first use: dask brings it."""
+    global _by_value_pickler
+    if _by_value_pickler is None:
+        import cloudpickle
+
+        class _ByValue(_References, cloudpickle.Pickler):  # type: ignore[misc]
+            pass
+
+        _by_value_pickler = _ByValue
+    return _by_value_pickler
 
 
 class _ResolvingUnpickler(pickle.Unpickler):
@@ -44,20 +62,27 @@ class _ResolvingUnpickler(pickle.Unpickler):
 
 
 class RunConstants:
-    """A run's shared objects: pickled once (`table`), referenced from every call (`dumps`)."""
+    """A run's shared objects: pickled once (`table`), referenced from every call (`dumps`).
 
-    __slots__ = ("_objects", "_ids", "table")
+    ``by_value`` pickles with cloudpickle, as the Dask executor must; the
+    process executor uses the standard pickler, as it always has.
+    """
 
-    def __init__(self, objects: list[Any]) -> None:
+    __slots__ = ("_objects", "_ids", "_pickler", "table")
+
+    def __init__(self, objects: list[Any], *, by_value: bool = False) -> None:
         self._objects = objects  # held: the ids below stay valid while this lives
         self._ids = {id(obj): index for index, obj in enumerate(objects)}
-        #: The objects as cloudpickle bytes, for the receiving side's `load_call`.
-        self.table = cloudpickle.dumps(objects, protocol=5)
+        self._pickler = _cloudpickle_referencing_pickler() if by_value else _ReferencingPickler
+        #: The objects pickled, for the receiving side's `install`.
+        buffer = io.BytesIO()
+        self._pickler(buffer, {}).dump(objects)
+        self.table = buffer.getvalue()
 
     def dumps(self, call: Any) -> bytes:
-        """``call`` pickled with cloudpickle, each shared object written as a reference."""
+        """``call`` pickled, each shared object written as a reference."""
         buffer = io.BytesIO()
-        _ReferencingPickler(buffer, self._ids).dump(call)
+        self._pickler(buffer, self._ids).dump(call)
         return buffer.getvalue()
 
 
@@ -77,7 +102,7 @@ _loaded_lock = threading.Lock()
 
 def install(token: str, table: bytes) -> None:
     """In the receiving process: unpickle a run's shared objects ahead of its calls."""
-    objects = cloudpickle.loads(table)
+    objects = pickle.loads(table)
     with _loaded_lock:
         _loaded[token] = objects
         _loaded.move_to_end(token)
