@@ -1,4 +1,4 @@
-"""Reference for benchmarks/dask_chain.py: Dagster's Dask executor on a no-op three-step chain.
+"""Reference for benchmarks/dask.py (chain): Dagster's Dask executor on a no-op three-step chain.
 
 Dagster runs one partition per run; each run here executes ``exports ->
 daily_total -> archive`` (no-op ops) through ``dagster_dask.dask_executor``

@@ -94,7 +94,9 @@ def test_a_long_transaction_delays_events_but_loses_none(pg_store: SqlStore, pos
 
 
 PRODUCERS = 4
-KEYS_PER_PRODUCER = 1_000
+#: Enough for the producers' commits to interleave with the daemon's reads many times over; the
+#: 10,000-run figures are benchmarks/triggers.py's, not this test's.
+KEYS_PER_PRODUCER = 300
 
 
 def _consumer_runs_per_key(postgres_url: str) -> dict[str, int]:
@@ -107,7 +109,7 @@ def _consumer_runs_per_key(postgres_url: str) -> dict[str, int]:
 
 @pytest.mark.slow
 def test_concurrent_producers_against_serve_start_exactly_one_run_per_key(postgres_url: str, tmp_path: Path):
-    """4 producer threads × 1,000 keys each while ``partita serve`` consumes: every key exactly one run."""
+    """4 producer threads × 300 keys each while ``partita serve`` consumes: every key exactly one run."""
     path = tmp_path / "stress.py"
     path.write_text(ENTRY)  # CONSUMER_DELAY unset: consumer bodies return at once
     first = dt.date(2000, 1, 1)

@@ -1029,13 +1029,54 @@ def _partita(arguments: list[str], workdir: Path) -> subprocess.CompletedProcess
     )
 
 
-def _with_history(arguments: list[str], workdir: Path) -> list[str]:
+class Histories:
+    """What documented commands read (recorded runs, events), recorded once per session and copied per test.
+
+    Each history is a tuple of commands run in a template folder laid out
+    like `workdir`; a test gets a copy of what they wrote, so it may change
+    its store freely. Saves several ``partita`` processes per test.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._templates: dict[tuple[str, ...], Path] = {}
+        self._run_ids: dict[tuple[str, ...], list[str]] = {}
+
+    def replay(self, commands: tuple[str, ...], workdir: Path) -> Path:
+        """Give ``workdir`` what ``commands`` write; returns the template they ran in."""
+        template = self._templates.get(commands)
+        if template is None:
+            template = self._root / f"history-{len(self._templates)}"
+            template.mkdir()
+            (template / "examples").symlink_to(EXAMPLES, target_is_directory=True)
+            for command in commands:
+                _partita(shlex.split(command)[1:], template)
+            self._templates[commands] = template
+        def own_link(folder: str, _names: list[str]) -> list[str]:
+            return ["examples"] if folder == str(template) else []  # workdir links the examples itself
+
+        shutil.copytree(template, workdir, dirs_exist_ok=True, ignore=own_link)
+        return template
+
+    def run_ids(self, commands: tuple[str, ...], store: list[str], workdir: Path) -> list[str]:
+        """The ids of the runs ``commands`` recorded, newest first (listed once per history)."""
+        template = self.replay(commands, workdir)
+        if commands not in self._run_ids:
+            listed = json.loads(_partita(["runs", "list", "--json", *store], template).stdout)
+            self._run_ids[commands] = [run["run_id"] for run in listed["runs"]]
+        return self._run_ids[commands]
+
+
+@pytest.fixture(scope="session")
+def histories(tmp_path_factory: pytest.TempPathFactory) -> Histories:
+    return Histories(tmp_path_factory.mktemp("histories"))
+
+
+def _with_history(arguments: list[str], workdir: Path, histories: Histories) -> list[str]:
     """Record `HISTORY_RUNS` in the store the command reads, then fill in the run id placeholders."""
     store = arguments[arguments.index("--store") : arguments.index("--store") + 2] if "--store" in arguments else []
-    for command in HISTORY_RUNS:
-        _partita([*shlex.split(command)[1:], *store], workdir)
-    listed = json.loads(_partita(["runs", "list", "--json", *store], workdir).stdout)
-    second, first = [run["run_id"] for run in listed["runs"]]
+    commands = tuple(" ".join([command, *(shlex.quote(part) for part in store)]) for command in HISTORY_RUNS)
+    second, first = histories.run_ids(commands, store, workdir)
     ids = {"RUN_ID": first, "RUN_A": first, "RUN_B": second}
     return [ids.get(argument, argument) for argument in arguments]
 
@@ -1045,13 +1086,6 @@ def _assert_matches_schema(document: dict) -> None:
     validator = Draft202012Validator(json.loads((SCHEMAS / name).read_text()), registry=SCHEMA_REGISTRY)
     errors = [f"{error.json_path}: {error.message}" for error in validator.iter_errors(document)]
     assert not errors, f"document does not match docs/schemas/{name}:\n" + "\n".join(errors[:10])
-
-
-def _with_events(command: str, workdir: Path) -> None:
-    """Publish `EVENT_HISTORY` (except ``command`` itself) into the default store of ``workdir``."""
-    for earlier in EVENT_HISTORY:
-        if earlier != command:
-            _partita(shlex.split(earlier)[1:], workdir)
 
 
 def _reads_tenant_registry(arguments: list[str]) -> bool:
@@ -1064,22 +1098,22 @@ def _reads_tenant_registry(arguments: list[str]) -> bool:
 
 
 @pytest.mark.parametrize("command", sorted(CLI_COMMANDS))
-def test_documented_command(command: str, workdir: Path):
+def test_documented_command(command: str, workdir: Path, histories: Histories):
     expected_code, expected_text = CLI_COMMANDS[command]
     arguments = shlex.split(command)[1:]  # as a shell splits it: quoted JSON stays one argument
     if arguments[0] == "runs" and "--help" not in arguments:
-        arguments = _with_history(arguments, workdir)
+        arguments = _with_history(arguments, workdir, histories)
+    prior: list[str] = []  # one history, so that what each command writes lands in the same store
     if arguments[0] == "events" and "--help" not in arguments:
-        _with_events(command, workdir)
+        prior += [earlier for earlier in EVENT_HISTORY if earlier != command]  # not the command itself
     if arguments[0] == "trigger" or (arguments[0] == "plan" and "--pending" in arguments):
-        for earlier in TRIGGER_HISTORY.get(arguments[1], ()):
-            _partita(shlex.split(earlier)[1:], workdir)
+        prior += TRIGGER_HISTORY.get(arguments[1], ())
     if arguments[0] == "status":
-        for earlier in STATUS_HISTORY.get(arguments[1], ()):
-            _partita(shlex.split(earlier)[1:], workdir)
+        prior += STATUS_HISTORY.get(arguments[1], ())
     if _reads_tenant_registry(arguments):
-        for earlier in TENANT_HISTORY:
-            _partita(shlex.split(earlier)[1:], workdir)
+        prior += TENANT_HISTORY
+    if prior:
+        histories.replay(tuple(prior), workdir)
     completed = subprocess.run(
         [*_partita_command(), *arguments],
         cwd=workdir,
