@@ -181,6 +181,11 @@ class DaskExecutor:
             raise ExecutionError("DaskExecutor.submit called before start()")
         self._session.submit(token, fn, kwargs, asset_name, emitter)
 
+    def cancel_async_bodies(self) -> None:
+        """The run is cancelled: its async bodies running on workers get ``CancelledError``."""
+        if self._session is not None:
+            self._session.cancel_async_bodies()
+
     def shutdown(self, wait: float | None = None) -> bool:
         session, self._session = self._session, None
         return True if session is None else session.close(wait)

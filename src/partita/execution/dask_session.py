@@ -107,14 +107,14 @@ class DaskSession:
     ) -> None:
         import cloudpickle  # with dask: this module is imported without the extra installed
 
-        from partita.execution.dask_tasks import SharedObjects, run_body
+        from partita.execution.dask_tasks import SharedObjects, cancel_async_bodies, run_body
         from partita.execution.run_constants import RunConstants, shared_objects_of
 
         self._client, self._cluster, self._owns_client = client, cluster, owns_client
         self._loop = loop
         self._run_body, self._loads = run_body, cloudpickle.loads
         self._shared_objects = lambda emitter: RunConstants(shared_objects_of(emitter), by_value=True)
-        self._plugin = SharedObjects
+        self._plugin, self._cancel_on_workers = SharedObjects, cancel_async_bodies
         #: The run's shared objects and the token its workers know them by, sent at the first submit.
         self._constants: tuple[RunConstants, str] | None = None
         self._inbox = CompletionInbox(loop, deliver)
@@ -247,6 +247,15 @@ class DaskSession:
         return (entry.token, summary.succeeded, value, summary.started, summary.finished)
 
     # -- the end of the run -----------------------------------------------------
+
+    def cancel_async_bodies(self) -> None:
+        """The run is cancelled: every worker cancels the run's async bodies it is running (not waited for)."""
+        if self._constants is None:
+            return  # nothing was sent
+        try:
+            self._client.run(self._cancel_on_workers, self._constants[1], wait=False)
+        except Exception:  # noqa: BLE001 - a cluster that cannot be reached: the bodies end with the grace
+            pass
 
     def close(self, wait: float | None) -> bool:
         """Cancel what is still queued or running, fetch kept outputs if the cluster ends now, let go of it."""

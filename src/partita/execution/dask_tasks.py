@@ -28,10 +28,11 @@ from partita.events.emission import activate, deactivate
 from partita.execution.inputs import PartitionedOutputs
 from partita.execution.log_capture import RemoteOutcome
 from partita.execution.run_constants import forget, install, load_call
+from partita.execution.worker_async import cancel_bodies_of, cancellable_as, run_coroutine
 from partita.partitions.base import PartitionDef
 from partita.results.logs import LogRow
 
-__all__ = ["BodySummary", "Envelope", "SharedObjects", "run_body"]
+__all__ = ["BodySummary", "Envelope", "SharedObjects", "cancel_async_bodies", "run_body"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +78,8 @@ def run_body(
     dependency of the task: a dependency held on every worker would let the
     scheduler place a body away from the worker holding its upstream output.
     """
-    envelope = _call_body(payload, token, inputs, gathered)
+    with cancellable_as(token):
+        envelope = _call_body(payload, token, inputs, gathered)
     summary = cloudpickle.dumps(envelope.summary, protocol=5)
     # Published before the task ends; a summary that cannot be published fails the task instead.
     distributed.get_worker().log_event(topic, {"key": distributed.get_worker().get_current_task(), "summary": summary})
@@ -98,7 +100,7 @@ def _call_body(payload: bytes, token: str, inputs: dict[str, Envelope], gathered
     try:
         value = fn(**kwargs)
         if asyncio.iscoroutine(value):
-            value = asyncio.run(value)  # an async body gets a loop of its own on the worker
+            value = run_coroutine(value)  # an async body gets a loop of its own on the worker
     except BaseException as exc:  # noqa: BLE001 - returned as the attempt's failure
         value, raised = exc, True
     finished = time.time()
@@ -109,6 +111,11 @@ def _call_body(payload: bytes, token: str, inputs: dict[str, Envelope], gathered
     if not raised:
         return Envelope(value, BodySummary(True, None, lines, started, finished))
     return Envelope(None, BodySummary(False, _sendable(value), lines, started, finished))
+
+
+async def cancel_async_bodies(token: str) -> None:
+    """On a worker (run by the driver on each): cancel the run's async bodies running there."""
+    cancel_bodies_of(token)
 
 
 class SharedObjects(distributed.WorkerPlugin):

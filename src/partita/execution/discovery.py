@@ -14,7 +14,6 @@ its key's output.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -24,6 +23,7 @@ from typing import Any, Protocol
 from partita.errors import DiscoveryError
 from partita.events.emission import MAX_EXTRA_BYTES, encoded_extra_size
 from partita.events.model import EventDraft, EventSource, SourceKind, now
+from partita.execution.worker_async import run_coroutine
 from partita.partitions.runtime import PartitionAtRuntime, PartitionKey
 
 __all__ = [
@@ -163,7 +163,7 @@ def run_discovering_body(fn: Callable[..., Any], collector: DiscoveryCollector, 
     """Call a producer body (sync, or async on its own loop in a worker process) and keep its declarations."""
     output = fn(**kwargs)
     if inspect.iscoroutine(output):
-        output = asyncio.run(output)
+        output = run_coroutine(output)
     return DiscoveryOutcome(output, collector.declared())
 
 

@@ -116,6 +116,11 @@ class ProcessExecutor:
             return
         self._pool.submit(token, asset_name, payload)
 
+    def cancel_async_bodies(self) -> None:
+        """The run is cancelled: its running async bodies get ``CancelledError`` in their worker processes."""
+        if self._pool is not None:
+            self._pool.cancel_async_bodies()
+
     def shutdown(self, wait: float | None = None) -> bool:
         pool, self._pool = self._pool, None
         return True if pool is None else pool.shutdown(wait)

@@ -264,7 +264,9 @@ class Invoker:
                 task, key_index = token
                 if type(value) is RemoteOutcome:
                     succeeded, value = self._remote(task, key_index, value)
-                self.in_flight.pop(token, None)
+                cancelled = not succeeded and dispatcher.cancelling and isinstance(value, asyncio.CancelledError)
+                if not cancelled:  # a body the cancellation cancelled stays in flight: it is recorded cancelled
+                    self.in_flight.pop(token, None)
                 dispatcher.running -= 1
                 if not from_loop:
                     self.in_executor -= 1
@@ -275,7 +277,7 @@ class Invoker:
                         gate.pool.finished(token)  # a slot per invocation: a retry leases again
                 if succeeded:
                     self._succeeded(task, key_index, value, started, finished)
-                else:
+                elif not cancelled:
                     self._failed(task, key_index, value, started, finished)
             if self.in_executor == 0 and self.drained is not None:
                 self.drained.set()
@@ -296,5 +298,9 @@ class Invoker:
         return not outcome.raised, outcome.value
 
     def cancel_async_bodies(self) -> None:
+        """Cancel the async bodies on the loop, and ask the executor to cancel those it runs elsewhere."""
         for body in list(self.async_bodies):
             body.cancel()
+        cancel_elsewhere = getattr(self._executor, "cancel_async_bodies", None)
+        if cancel_elsewhere is not None:
+            cancel_elsewhere()

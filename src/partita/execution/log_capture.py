@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from partita.execution.attempt_logs import AttemptLog, RunLogs, current_attempt_log
+from partita.execution.worker_async import run_coroutine
 from partita.results.logs import LogCapture, LogRow, LogStream
 
 __all__ = ["RemoteOutcome", "install", "uninstall", "wrap_body"]
@@ -217,7 +218,7 @@ def _capture_remote(scope: _RemoteScope, fn: Callable[..., Any], /, **kwargs: An
     try:
         value = fn(**kwargs)
         if asyncio.iscoroutine(value):
-            value = asyncio.run(value)
+            value = run_coroutine(value)
         raised = False
     except BaseException as exc:  # noqa: BLE001 - returned as the attempt's failure, with the lines
         try:

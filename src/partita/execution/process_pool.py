@@ -42,6 +42,7 @@ from typing import Any
 from partita.errors import ExecutionError
 from partita.events.emission import activate, deactivate
 from partita.execution.run_constants import install, load_call
+from partita.execution.worker_async import CANCEL_SIGNAL, ignore_cancel_signal, run_coroutine
 from partita.execution.workers import Completion, CompletionInbox
 
 __all__ = ["WorkerPool"]
@@ -195,6 +196,18 @@ class WorkerPool:
                 f"asset {job.asset_name!r}: the process executor cannot start a worker process: {exc}"
             )
             self._inbox.put((job.token, False, error, job.submitted, time.time()))
+
+    def cancel_async_bodies(self) -> None:
+        """Signal every busy worker: an async body there is cancelled, a sync body ignores it."""
+        with self._lock:
+            busy = [worker.process.pid for worker in self._workers if worker.job is not None and not worker.gone]
+        for pid in busy:
+            if pid is None:
+                continue
+            try:
+                os.kill(pid, CANCEL_SIGNAL)
+            except OSError:
+                pass  # it ended meanwhile
 
     def share(self, table: bytes) -> None:
         """The run's shared objects (`partita.execution.run_constants`): each worker gets them once, first."""
@@ -370,6 +383,7 @@ def _serve(
     threading.Thread(target=_exit_with_driver, args=(alive,), name="partita-driver-watch", daemon=True).start()
     # Ctrl-C reaches the whole process group: the driver cancels the run and stops workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ignore_cancel_signal()
     try:
         signal.set_wakeup_fd(-1)  # a forked worker must not wake the driver's event loop
     except ValueError:
@@ -417,7 +431,7 @@ def _run(payload: bytes) -> bytes:
     try:
         value = fn(**kwargs)
         if asyncio.iscoroutine(value):
-            value = asyncio.run(value)
+            value = run_coroutine(value)
         reply = _Reply.RETURNED
     except BaseException as exc:  # noqa: BLE001 - returned as the attempt's failure
         value, reply = exc, _Reply.RAISED

@@ -20,8 +20,6 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-import pytest
-
 import partita as p
 
 MARKS = "PARTITA_TEST_DASK_MARKS"
@@ -169,18 +167,7 @@ def test_bodies_that_finish_within_the_grace_keep_their_outcome_and_nothing_new_
     assert sorted(_started(marks)) == ["s1", "s2"]
 
 
-#: Where running async bodies are not cancelled (found by this suite; see the test's xfail reason).
-ASYNC_BODIES_RUN_ON_TO_THE_GRACE = (
-    "a running async body is not cancelled on the {kind} executor: the engine cancels only the async bodies "
-    "it runs on its own loop (Invoker.cancel_async_bodies); the {kind} executor runs them with asyncio.run "
-    "in its worker and has no way to cancel one, so the run waits out cancel_grace_seconds as for a sync body"
-)
-
-
-def test_cancelling_a_run_cancels_its_running_async_bodies_at_once(executor_kind, marks, poll, request):
-    kind = "dask" if isinstance(executor_kind, p.DaskExecutor) else executor_kind
-    if kind != "thread":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=ASYNC_BODIES_RUN_ON_TO_THE_GRACE.format(kind=kind)))
+def test_cancelling_a_run_cancels_its_running_async_bodies_at_once(executor_kind, marks, poll):
     grace = 1.0
     flow = p.Flow(
         ["awaits_until_released"], registry=REGISTRY, executor=executor_kind, max_concurrency=2,
