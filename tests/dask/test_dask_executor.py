@@ -162,9 +162,14 @@ def test_a_200_key_chain_keeps_only_its_in_flight_window_on_the_cluster(dask_cli
     flow = _flow(["many_third"], executor=p.DaskExecutor(client=dask_client, keep_unread_outputs=False), **options)
     peak = [0]
 
+    async def barrier():
+        return None
+
     class HeldFutures:
         def on_event(self, event):
             if isinstance(event, p.AttemptFinished):
+                # A dropped future is let go on the client's loop; what was queued there before this runs first.
+                dask_client.sync(barrier)
                 prefix = f"partita-{event.run_id}-"
                 held = sum(1 for key in list(dask_client.futures) if str(key).startswith(prefix))
                 peak[0] = max(peak[0], held)
