@@ -97,11 +97,14 @@ def chain_registry(keys: int, output: bytes | None = None) -> tuple[partita.Asse
     return registry, names
 
 
-def partita_chain_seconds(client: distributed.Client, keys: int, max_concurrency: int) -> float:
-    registry, names = chain_registry(keys)
+def partita_chain_seconds(
+    client: distributed.Client, keys: int, max_concurrency: int, output: bytes | None = None
+) -> float:
+    registry, names = chain_registry(keys, output)
     flow = partita.Flow(
         ["third"],
         registry=registry,
+        # Kept outputs would keep their lineage in the scheduler (in this process for a LocalCluster).
         executor=partita.DaskExecutor(client=client, keep_unread_outputs=False),
         max_concurrency=max_concurrency,
         store=False,
@@ -144,19 +147,7 @@ def memory_child(keys: int, output_bytes: int, max_concurrency: int) -> None:
     """In a fresh process: run the chain over ``keys`` keys with outputs of ``output_bytes``; print the peak RSS."""
     cluster, client = local_cluster()
     try:
-        registry, names = chain_registry(keys, output=b"x" * output_bytes)
-        flow = partita.Flow(
-            ["third"],
-            registry=registry,
-            # Kept outputs would keep their lineage in the scheduler (in this process for a LocalCluster).
-            executor=partita.DaskExecutor(client=client, keep_unread_outputs=False),
-            max_concurrency=max_concurrency,
-            store=False,
-        )
-        started = time.perf_counter()
-        result = flow.run({"partition_keys": names})
-        elapsed = time.perf_counter() - started
-        assert result.status is partita.RunStatus.SUCCESS, result
+        elapsed = partita_chain_seconds(client, keys, max_concurrency, output=b"x" * output_bytes)
     finally:
         client.close()
         cluster.close()

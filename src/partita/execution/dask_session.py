@@ -1,12 +1,13 @@
-"""One run's use of a Dask cluster for the Dask executor: its futures, output handles and collector thread.
+"""One run's use of a Dask cluster for the Dask executor: its futures, output handles and summaries.
 
-Tasks are submitted from the event loop's thread. Dask calls a finished
-summary's callback on a thread of its own; it queues the summary for one
-collector thread per run, which fetches the summaries that finished
-together in one gather and posts the completions to the loop in batches
-(`CompletionInbox`). Outputs stay on the workers behind `DaskOutput`
-handles; an input held on the cluster is handed to Dask as its future, so
-the value moves between workers and never through the driver.
+Bodies are queued on the event loop's thread and sent once per loop pass,
+in one graph update. The run's shared objects (its catalog and partition
+definitions) reach every worker once, as a worker plugin, at the first
+submit. Workers publish each body's summary on the run's topic; the
+client's thread posts it to the loop in batches (`CompletionInbox`).
+Outputs stay on the workers behind `DaskOutput` handles; an input held on
+the cluster is handed to Dask as its future, so the value moves between
+workers and never through the driver.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ class _Pending:
     asset_name: str
     submitted: float
     key: str
-    #: What the task is called with until it is sent (then dropped): payload, shared-objects token and future, inputs.
+    #: The task's arguments until it is sent (then dropped): payload, shared-objects token, inputs, gathered, topic.
     call: tuple[Any, ...] | None
     body: Any = None
 
