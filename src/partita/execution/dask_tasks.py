@@ -15,6 +15,7 @@ died, its inputs could not be loaded): the driver tells the two apart.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ import distributed
 from dask.sizeof import sizeof
 
 from partita.errors import ExecutionError
-from partita.events.emission import activate, deactivate
+from partita.events.emission import Emitter, RunLiveness, activate, deactivate
 from partita.execution.inputs import PartitionedOutputs
 from partita.execution.log_capture import RemoteOutcome
 from partita.execution.run_constants import forget, install, load_call
@@ -89,6 +90,8 @@ def run_body(
 def _call_body(payload: bytes, token: str, inputs: dict[str, Envelope], gathered: dict[str, Gathered]) -> Envelope:
     fn, kwargs, emitter = load_call(payload, token)
     del payload
+    if isinstance(emitter, Emitter):
+        emitter.liveness = _liveness_of(token)
     for name, envelope in inputs.items():
         kwargs[name] = envelope.value
     for name, (definition, keys, outputs) in gathered.items():
@@ -133,7 +136,24 @@ class SharedObjects(distributed.WorkerPlugin):
         install(self.token, self.table)
 
     def teardown(self, worker: Any) -> None:
+        """The run has ended: its shared objects go, and a body it abandoned here can no longer emit."""
         forget(self.token)
+        with _liveness_lock:
+            liveness = _liveness.pop(self.token, None)
+        if liveness is not None:
+            liveness.ended = True
+
+
+_liveness: dict[str, RunLiveness] = {}  # on a worker: per run token, ended when the run lets go of the worker
+_liveness_lock = threading.Lock()
+
+
+def _liveness_of(token: str) -> RunLiveness:
+    with _liveness_lock:
+        liveness = _liveness.get(token)
+        if liveness is None:
+            liveness = _liveness[token] = RunLiveness()
+        return liveness
 
 
 def _sendable(exc: BaseException) -> BaseException:
