@@ -143,3 +143,49 @@ def test_trigger_once_with_executor_dask_runs_the_due_consumer_run_on_a_local_cl
 
     assert result.returncode == 0, result.stderr
     assert "1 succeeded" in result.stdout + result.stderr
+
+
+SCHEDULER_MARKS = """
+import os
+from pathlib import Path
+
+from distributed import get_worker
+
+from partita import DatePartitionDef, Flow, OnAssetEvents, asset
+
+
+@asset(partition_def=DatePartitionDef())
+def raw():
+    return 1
+
+
+@asset(partition_def=DatePartitionDef())
+def consumer(context):
+    mark = Path(os.environ["SCHEDULER_MARKS"]) / context.partition_key.isoformat()
+    mark.write_text(get_worker().scheduler.address)
+    return 1
+
+
+consumer_flow = Flow(["consumer"], name="consumer_flow", trigger=OnAssetEvents(["raw"]))
+"""
+
+
+def test_a_daemon_with_executor_dask_runs_every_consumer_run_on_one_local_cluster(tmp_path):
+    (tmp_path / "entry.py").write_text(SCHEDULER_MARKS)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    store = f"sqlite:///{tmp_path}/p.db"
+    for key in ("2026-08-08", "2026-08-09", "2026-08-10"):
+        emitted = _partita("events", "emit", "raw", "entry.py", "--partition-key", key, "--store", store, cwd=tmp_path)
+        assert emitted.returncode == 0, emitted.stderr
+
+    result = _partita(
+        "trigger", "entry.py", "--once", "--executor", "dask", "--store", store, cwd=tmp_path,
+        SCHEDULER_MARKS=str(marks),
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert "3 succeeded" in result.stdout + result.stderr
+    addresses = {path.name: path.read_text() for path in marks.iterdir()}
+    assert sorted(addresses) == ["2026-08-08", "2026-08-09", "2026-08-10"]
+    assert len(set(addresses.values())) == 1, addresses  # one scheduler: one cluster for the three runs

@@ -446,3 +446,22 @@ def test_materialized_outputs_from_workers_are_committed_and_reused_by_the_next_
     assert {a.resolution for a in second.tasks["committed"].attempts} == {p.Resolution.MATERIALIZED}
     assert second.tasks["committed"].attempts[0].output["pid"] != os.getpid()  # computed on a worker
     assert [second.output("reads_committed", key) for key in ("a", "b")] == ["A", "B"]
+
+
+def test_runs_on_one_local_cluster_share_it_and_it_starts_only_when_a_run_needs_it():
+    psutil = pytest.importorskip("psutil")
+
+    def children() -> set[int]:
+        return {child.pid for child in psutil.Process().children(recursive=True)}
+
+    before = children()
+    with p.DaskExecutor.on_one_local_cluster(n_workers=1, threads_per_worker=1) as executor:
+        assert children() == before  # a daemon pass with nothing due starts no cluster
+        first = _flow(["extract"], executor=executor).run({"partition_keys": KEYS[:1]})
+        second = _flow(["extract"], executor=executor).run({"partition_keys": KEYS[1:2]})
+        started = children() - before
+        pids = [first.output("extract", KEYS[0])["pid"], second.output("extract", KEYS[1])["pid"]]
+
+    assert first.status is second.status is p.RunStatus.SUCCESS
+    assert pids[0] == pids[1]  # one worker process served both runs: one cluster, not one per run
+    assert pids[0] in started and pids[0] not in children()  # its worker started with the first run, ended on exit

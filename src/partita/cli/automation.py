@@ -21,6 +21,7 @@ from partita.cli.attempt_logs import Verbosity, log_options, with_capture_choice
 from partita.cli.common import (
     EXIT_ASSET_FAILED,
     STORABLE_TEXT,
+    daemon_executor,
     emit_document,
     executor_option,
     handles_errors,
@@ -125,9 +126,9 @@ def serve(
     and the consumer runs' asset log lines (INFO and up; -v, -q change it).
     """
     chosen = LogFormat(log_format)
-    with _daemon_output(chosen, verbosity=Verbosity.of(verbose, quiet)):
+    with _daemon_output(chosen, verbosity=Verbosity.of(verbose, quiet)), daemon_executor(executor) as shared:
         flows = [
-            with_executor_choice(with_capture_choice(flow, capture_output), executor)
+            with_executor_choice(with_capture_choice(flow, capture_output), shared)
             for flow in load_trigger_flows(entry)
         ]
         with opened_store(store_url, False, announce=_announcer(chosen)) as store:
@@ -174,9 +175,9 @@ def trigger(
     trigger failed or a claimed run could not start.
     """
     chosen = LogFormat(log_format)
-    with _daemon_output(chosen, as_json, Verbosity.of(verbose, quiet)):
+    with _daemon_output(chosen, as_json, Verbosity.of(verbose, quiet)), daemon_executor(executor) as shared:
         flows = [
-            with_executor_choice(with_capture_choice(flow, capture_output), executor)
+            with_executor_choice(with_capture_choice(flow, capture_output), shared)
             for flow in load_trigger_flows(entry)
         ]
         with opened_store(store_url, False, announce=_announcer(chosen)) as store:

@@ -319,7 +319,20 @@ def executor_option(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
-def with_executor_choice(flow: Any, executor: str | None) -> Any:
+def with_executor_choice(flow: Any, executor: Any) -> Any:
     """The flow on the executor the flag, else the project configuration, names (else unchanged)."""
     chosen = executor if executor is not None else project_config().executor
     return flow if chosen is None else flow.with_executor(chosen)
+
+
+@contextlib.contextmanager
+def daemon_executor(executor: str | None) -> Iterator[Any]:
+    """The executor a daemon's consumer runs share: ``dask`` starts one LocalCluster for all of them, not one each."""
+    chosen = executor if executor is not None else project_config().executor
+    if chosen != "dask":
+        yield executor
+        return
+    from partita.execution.dask_executor import DaskExecutor
+
+    with DaskExecutor.on_one_local_cluster() as shared:
+        yield shared

@@ -17,8 +17,10 @@ The per-run state (futures, handles, the collector thread) is a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -72,6 +74,43 @@ def _on_this_host(address: str) -> bool:
     except ValueError:
         return False
 
+def _start_local_cluster(cluster_options: dict[str, Any]) -> tuple[Any, Any]:
+    """A client of a new LocalCluster of worker processes, or an ExecutionError (infrastructure, exit 4)."""
+    distributed = _distributed()
+    import dask
+
+    options = {"processes": True, "dashboard_address": ":0", **cluster_options}
+    try:
+        # A worker that dies fails its task at once: partita's RetryPolicy is the only retry.
+        with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+            cluster = distributed.LocalCluster(**options)
+        return distributed.Client(cluster, set_as_default=False), cluster
+    except Exception as exc:  # noqa: BLE001 - a cluster that cannot start is infrastructure
+        raise ExecutionError(f"the Dask executor cannot start a LocalCluster: {type(exc).__name__}: {exc}") from None
+
+
+class _SharedLocalCluster:
+    """A LocalCluster started for the first run that needs it and kept for the runs after it."""
+
+    def __init__(self, cluster_options: dict[str, Any]) -> None:
+        self._options = cluster_options
+        self._lock = threading.Lock()  # a daemon starts consumer runs on several threads
+        self._started: tuple[Any, Any] | None = None
+
+    def client(self) -> Any:
+        with self._lock:
+            if self._started is None:
+                self._started = _start_local_cluster(self._options)
+            return self._started[0]
+
+    def close(self) -> None:
+        with self._lock:
+            started, self._started = self._started, None
+        if started is not None:
+            started[0].close()
+            started[1].close()
+
+
 class DaskExecutor:
     """Runs bodies on a Dask cluster: a `LocalCluster` of worker processes, a scheduler address, or a client.
 
@@ -108,6 +147,7 @@ class DaskExecutor:
             raise ConfigurationError("DaskExecutor keep_unread_outputs must be true or false")
         self._address = None if address is None else parse_dask_address(address)
         self._given_client = client
+        self._shared: _SharedLocalCluster | None = None
         self._cluster_options = cluster_options
         self.keep_unread_outputs = keep_unread_outputs
         self._session: DaskSession | None = None
@@ -129,7 +169,7 @@ class DaskExecutor:
     def for_run(self) -> DaskExecutor:
         """An unstarted executor of the same configuration: each run keeps its own futures and threads."""
         fresh = object.__new__(DaskExecutor)
-        fresh._address, fresh._given_client = self._address, self._given_client
+        fresh._address, fresh._given_client, fresh._shared = self._address, self._given_client, self._shared
         fresh._cluster_options, fresh.keep_unread_outputs = self._cluster_options, self.keep_unread_outputs
         fresh._session = None
         return fresh
@@ -148,7 +188,8 @@ class DaskExecutor:
         if self._session is not None:
             raise ExecutionError("DaskExecutor.start called twice; each run gets its own executor (for_run)")
         client, cluster = self._connect()
-        self._session = DaskSession(client, cluster, owns_client=self._given_client is None, loop=loop, deliver=deliver)
+        owns_client = self._given_client is None and self._shared is None
+        self._session = DaskSession(client, cluster, owns_client=owns_client, loop=loop, deliver=deliver)
 
     def _connect(self) -> tuple[Any, Any]:
         distributed = _distributed()
@@ -156,6 +197,8 @@ class DaskExecutor:
 
         if self._given_client is not None:
             return self._given_client, None
+        if self._shared is not None:
+            return self._shared.client(), None
         if self._address is not None:
             try:
                 # Dask's own connect timeout (distributed.comm.timeouts.connect) bounds the wait.
@@ -165,14 +208,22 @@ class DaskExecutor:
                 raise ExecutionError(
                     f"the Dask executor cannot reach the scheduler at {self._address}: {type(exc).__name__}: {exc}"
                 ) from None
-        options = {"processes": True, "dashboard_address": ":0", **self._cluster_options}
+        return _start_local_cluster(self._cluster_options)
+
+    @classmethod
+    @contextlib.contextmanager
+    def on_one_local_cluster(cls, **cluster_options: Any) -> Iterator[DaskExecutor]:
+        """An executor whose runs share one `LocalCluster` (a daemon's consumer runs), closed on exit.
+
+        The cluster starts when the first run needs it, so a pass with
+        nothing due starts none.
+        """
+        executor = cls(**cluster_options)
+        executor._shared = _SharedLocalCluster(cluster_options)
         try:
-            # A worker that dies fails its task at once: partita's RetryPolicy is the only retry.
-            with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-                cluster = distributed.LocalCluster(**options)
-            return distributed.Client(cluster, set_as_default=False), cluster
-        except Exception as exc:  # noqa: BLE001 - a cluster that cannot start is infrastructure
-            raise ExecutionError(f"the Dask executor cannot start a LocalCluster: {type(exc).__name__}: {exc}") from None
+            yield executor
+        finally:
+            executor._shared.close()
 
     def submit(
         self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], asset_name: str, emitter: Any = None
