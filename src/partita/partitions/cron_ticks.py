@@ -56,7 +56,7 @@ def _first_change(zone: ZoneInfo, after: dt.datetime, until: dt.datetime, offset
     """The first instant in (``after``, ``until``] whose offset is not ``offset``, or None."""
     low = after
     while low < until:
-        high = min(low + PROBE, until)
+        high = until if until - low <= PROBE else low + PROBE
         if _offset(zone, high) != offset:
             return _bisect(zone, low, high, offset)
         low = high
