@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from partita.operations.status import KeyState
 from partita.partitions.base import PartitionDef
-from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
+from partita.partitions.cron import CronPartitionDef
+from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef, WeeklyPartitionDef
 
 __all__ = [
     "CALENDARS", "GRAVITY", "SYMBOLS", "CalendarKind", "CalendarRow", "calendar_kind", "calendar_row_count",
@@ -56,8 +57,12 @@ class CalendarRow:
     keys: tuple[str | None, ...]
 
 
+#: The built-in time definitions: many keys read better as time ranges than as a strip.
+_TIME = (DatePartitionDef, WeeklyPartitionDef, HourlyPartitionDef, MonthlyPartitionDef, CronPartitionDef)
+
+
 def is_time(definition: PartitionDef) -> bool:
-    return isinstance(definition, (DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef))
+    return isinstance(definition, _TIME)
 
 
 def calendar_kind(definition: PartitionDef) -> CalendarKind | None:

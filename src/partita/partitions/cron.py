@@ -22,13 +22,14 @@ from typing import Any, ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from partita.errors import DefinitionError
-from partita.partitions.cron_ticks import expression_problem, is_tick, ticks_from
+from partita.partitions.cron_ticks import expression_problem, is_tick, ticks_at_most, ticks_from
 from partita.partitions.time import _BoundedTimeDef
 
 __all__ = ["CronPartitionDef"]
 
 _UTC = dt.UTC
 _TEXT = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2})([+-])([0-9]{2}):([0-9]{2})")
+_SEARCH_LIMIT = dt.timedelta(days=366 * 32)
 _OUT_OF_CALENDAR = "cron partition key lies outside the calendar datetime can represent (years 1 to 9999, in UTC too)"
 #: croniter's hashed (H) and random (R) values are not the same on every machine: no stable key space.
 _UNSTABLE_ITEM = re.compile(r"(?:^|,)[HR](?:$|[(/,])", re.IGNORECASE)
@@ -155,6 +156,27 @@ class CronPartitionDef(_BoundedTimeDef):
         last_utc = last.astimezone(_UTC)
         ticks = itertools.takewhile(last_utc.__ge__, ticks_from(self._cron, self._tz, first))
         return tuple(tick.astimezone(self._tz) for tick in ticks)
+
+    def range_size_at_most(self, start: dt.datetime, end: dt.datetime) -> int:
+        """An upper bound of ``len(range(start, end))`` for normalized keys, computed without expanding it."""
+        return ticks_at_most(self._cron, start, end)
+
+    def recent_keys(self, until: dt.datetime, count: int) -> tuple[dt.datetime, ...]:
+        """The last ``count`` keys at or before the aware ``until`` (fewer when none lie within 32 years).
+
+        The search window doubles from an hour, so a minute expression walks a
+        few hundred ticks and a yearly one a few dozen windows.
+        """
+        until_utc, window = until.astimezone(_UTC), dt.timedelta(hours=1)
+        while True:
+            try:
+                first = until_utc - window
+            except OverflowError:
+                first = dt.datetime.min.replace(tzinfo=_UTC)
+            ticks = list(itertools.takewhile(until_utc.__ge__, ticks_from(self._cron, self._tz, first)))
+            if len(ticks) >= count or window > _SEARCH_LIMIT or first.year == 1:
+                return tuple(tick.astimezone(self._tz) for tick in ticks[-count:] if count)
+            window *= 2
 
     def describe(self) -> dict[str, Any]:
         description = super().describe()

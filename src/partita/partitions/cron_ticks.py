@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterator
 from zoneinfo import ZoneInfo
 
-__all__ = ["PROBE", "expression_problem", "is_tick", "ticks_from"]
+__all__ = ["PROBE", "expression_problem", "is_tick", "ticks_at_most", "ticks_from"]
 
 _UTC = dt.UTC
 _MINUTE = dt.timedelta(minutes=1)
@@ -50,6 +50,22 @@ def expression_problem(cron: str) -> str | None:
     except CroniterBadDateError:
         return "never fires (no calendar date matches it)"
     return None
+
+
+def ticks_at_most(cron: str, start: dt.datetime, end: dt.datetime) -> int:
+    """An upper bound of the ticks in [``start``, ``end``], computed without walking them.
+
+    Each local day holds at most (minutes x hours the expression names)
+    wall times, each at most twice on a clock-change day (at most two a year
+    in the tz database); ticks are at least a minute apart.
+    """
+    from croniter import croniter
+
+    minute_field, hour_field = croniter(cron).expanded[:2]
+    per_day = (60 if minute_field == ["*"] else len(minute_field)) * (24 if hour_field == ["*"] else len(hour_field))
+    elapsed = end.astimezone(_UTC) - start.astimezone(_UTC)
+    days = elapsed.days + 2
+    return min(int(elapsed.total_seconds()) // 60 + 1, (days + 2 * (days // 365 + 1)) * per_day)
 
 
 def _first_change(zone: ZoneInfo, after: dt.datetime, until: dt.datetime, offset: dt.timedelta) -> dt.datetime | None:

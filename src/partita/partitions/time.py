@@ -149,6 +149,11 @@ class WeeklyPartitionDef(_BoundedTimeDef):
         return self._week_start
 
     @property
+    def weekday(self) -> int:
+        """The day weeks start on as ``datetime.date.weekday()`` numbers it (0 is Monday)."""
+        return self._weekday
+
+    @property
     def domain(self) -> str:
         return f"week:{self._week_start}"
 
