@@ -157,6 +157,12 @@ class CronPartitionDef(_BoundedTimeDef):
         ticks = itertools.takewhile(last_utc.__ge__, ticks_from(self._cron, self._tz, first))
         return tuple(tick.astimezone(self._tz) for tick in ticks)
 
+    def ticks_between(self, start: dt.datetime, stop: dt.datetime) -> tuple[dt.datetime, ...]:
+        """Every tick in [``start``, ``stop``) of two aware instants, whatever the bounds: a window's keys."""
+        stop_utc = stop.astimezone(_UTC)
+        ticks = itertools.takewhile(stop_utc.__gt__, ticks_from(self._cron, self._tz, start))
+        return tuple(tick.astimezone(self._tz) for tick in ticks)
+
     def range_size_at_most(self, start: dt.datetime, end: dt.datetime) -> int:
         """An upper bound of ``len(range(start, end))`` for normalized keys, computed without expanding it."""
         return ticks_at_most(self._cron, start, end)
