@@ -138,3 +138,17 @@ def test_a_cron_range_too_large_for_a_status_is_refused_before_it_is_expanded(in
 
     assert result.exit_code == 2, result.output
     assert "narrow the range" in result.output
+
+
+def test_weekly_keys_draw_weeks_by_year_in_80_columns(invoke, write_entry):
+    path = write_entry(WEEKLY)
+    invoke("run", path, "--partition-key", "2026-12-27", "--yes")
+
+    result = invoke("status", path, "--partition-range", "2026-11-29", "2027-01-10")
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "  year  12345678901234567890123456789012345678901234567890123" in lines
+    assert "  2026  " + " " * 47 + "....#" in lines  # 2026-11-29 starts the 48th week of the year, 2026-12-27 the 52nd
+    assert "  2027  .." in lines
+    assert all(len(line) <= 80 for line in lines)

@@ -8,6 +8,7 @@ the same symbol for a state, and cut the same ranges.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import operator
 from collections.abc import Callable, Sequence
@@ -41,8 +42,14 @@ class CalendarKind:
     width: int
 
 
+def _week_of_year(key: str) -> int:
+    """Weeks start seven days apart: the day of the year of a week's first day, in sevens, is its column."""
+    return (dt.date.fromisoformat(key).timetuple().tm_yday - 1) // 7
+
+
 CALENDARS = (
     CalendarKind(DatePartitionDef, "month", 7, lambda key: int(key[8:10]) - 1, 31),
+    CalendarKind(WeeklyPartitionDef, "year", 4, _week_of_year, 53),
     CalendarKind(HourlyPartitionDef, "day", 10, lambda key: int(key[11:13]), 24),
     CalendarKind(MonthlyPartitionDef, "year", 4, lambda key: int(key[5:7]) - 1, 12),
 )
