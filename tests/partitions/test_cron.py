@@ -298,3 +298,21 @@ def test_hourly_expression_has_exactly_the_hourly_definitions_keys(zone):
         end = hourly.normalize_key(last.replace(tzinfo=ZoneInfo(zone)))
         expected = [key.astimezone(UTC) for key in hourly.range(start, end)]
         assert [key.astimezone(UTC) for key in cron.range(start, end)] == expected
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin", "America/Los_Angeles", "Pacific/Kiritimati", "Australia/Lord_Howe"])
+@pytest.mark.parametrize(
+    "text",
+    ["0001-01-01T00:00", "0001-01-01T00:15", "0001-01-01T10:00", "9999-12-31T23:45", "9999-12-31T10:00", "9999-12-31T00:00"],
+)
+def test_a_minute_at_the_calendar_edges_is_a_key_or_a_value_error(zone, text):
+    definition = CronPartitionDef("*/15 * * * *", zone)
+    wall = dt.datetime.fromisoformat(text)
+    for offset in ("+00:00", "-08:00", "+14:00", "+01:00", "+11:00", "+10:30"):
+        try:
+            key = definition.parse_key(text + offset)
+        except ValueError:
+            continue
+        assert key.replace(tzinfo=None) == wall
+        assert definition.range(key, key) == (key,)
+        assert definition.recent_keys(key, 1)[-1].astimezone(UTC) == key.astimezone(UTC)

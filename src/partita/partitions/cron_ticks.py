@@ -41,7 +41,7 @@ def _wall(instant: dt.datetime, offset: dt.timedelta) -> dt.datetime:
 
 def expression_problem(cron: str) -> str | None:
     """Why croniter cannot iterate ``cron`` (five fields, already split), or None when it can."""
-    from croniter import CroniterBadDateError, croniter
+    from croniter import CroniterBadDateError, CroniterError, croniter
 
     if not croniter.is_valid(cron):
         return "is not a valid cron expression (minute hour day month weekday)"
@@ -49,6 +49,8 @@ def expression_problem(cron: str) -> str | None:
         croniter(cron, dt.datetime(2000, 1, 1)).get_next(dt.datetime)
     except CroniterBadDateError:
         return "never fires (no calendar date matches it)"
+    except (CroniterError, ValueError, OverflowError):
+        return "is not a valid cron expression (minute hour day month weekday)"
     return None
 
 
@@ -97,9 +99,8 @@ def _walk(cron: str, wall: dt.datetime) -> Iterator[dt.datetime]:
     try:
         walker = croniter(cron, wall - _MINUTE)
     except OverflowError:
-        walker = croniter(cron, wall)  # the first minute of the calendar: no earlier start exists
-        if croniter.match(cron, wall):
-            yield wall
+        # The calendar's first minute: croniter cannot look before it (nor match it), so it is never a tick.
+        walker = croniter(cron, wall)
     while True:
         try:
             candidate = walker.get_next(dt.datetime)
