@@ -168,7 +168,7 @@ class CronPartitionDef(_BoundedTimeDef):
         return ticks_at_most(self._cron, start, end)
 
     def recent_keys(self, until: dt.datetime, count: int) -> tuple[dt.datetime, ...]:
-        """The last ``count`` keys at or before the aware ``until`` (fewer when none lie within 32 years).
+        """The last ``count`` keys at or before the aware ``until`` (fewer when the search, at least 32 years back, finds fewer).
 
         The search window doubles from an hour, so a minute expression walks a
         few hundred ticks and a yearly one a few dozen windows.
