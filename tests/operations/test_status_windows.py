@@ -61,3 +61,22 @@ def test_a_cron_window_is_clipped_to_the_definitions_start_and_end(sqlite_url):
         _flow_of(p.CronPartitionDef("0 6 * * *", start="2027-01-01T06:00+00:00"), sqlite_url), "subject", now=NOW
     )
     assert status.keys == () and "no key lies in it" in status.scope.description
+
+
+@pytest.mark.parametrize(
+    ("partition_def", "selected", "other"),
+    [
+        (p.WeeklyPartitionDef("sunday"), ["2026-11-29"], "2026-11-22"),
+        (p.CronPartitionDef("*/15 * * * *", "Europe/Berlin"), ["2026-10-25T02:15+01:00"], "2026-10-25T02:15+02:00"),
+    ],
+    ids=["weekly", "cron"],
+)
+def test_recorded_keys_read_back_from_each_store_as_the_same_canonical_text(store_url, partition_def, selected, other):
+    registry = p.AssetRegistry()
+    p.asset(name="subject", partition_def=partition_def, registry=registry)(lambda: 1)
+    flow = p.Flow(["subject"], registry=registry, store=store_url, record_partition_keys=True)
+    assert flow.run({"partition_keys": selected}).status is p.RunStatus.SUCCESS
+
+    status = p.partition_status(flow, "subject", {"partition_keys": [*selected, other]})
+
+    assert {item.key: item.state.value for item in status.keys} == {selected[0]: "materialized", other: "missing"}
