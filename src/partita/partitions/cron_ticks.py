@@ -11,8 +11,8 @@ walked in wall time within each stretch of constant UTC offset, and each wall
 time becomes one instant by that stretch's offset. zoneinfo does not expose
 its transitions: the offset is probed every ``PROBE`` of elapsed time and a
 change is bisected to the second (tz data has whole-second transitions).
-Offsets that change and change back within ``PROBE`` would be missed; no
-zone in the tz database does that.
+Offsets that change and change back within ``PROBE`` would be missed; the
+tz database's clock changes are weeks or months apart.
 """
 
 from __future__ import annotations
