@@ -10,7 +10,7 @@ import pytest
 import partita
 
 EXPECTED = {
-    "AllowedKeysMapper", "CronPartitions", "FixedKeyMapper", "IdentityMapper", "OnAssetEvents", "PartitionMapper",
+    "AllowedKeysMapper", "CronPartitionDef", "CronPartitions", "FixedKeyMapper", "IdentityMapper", "OnAssetEvents", "PartitionMapper",
     "ProductMapper", "RollupMapper",
     "AssetContext", "AssetDefinition", "AssetEvent", "AssetRegistry", "AttemptFinished", "AttemptResult",
     "AttemptRetrying", "AttemptStarted", "AttemptStatus", "CallbackContext", "CancelOutcome", "CancelRequest", "CallbackError", "Clock", "Codec",
@@ -26,7 +26,7 @@ EXPECTED = {
     "RateLimit", "Resolution", "ResourcePolicy", "ResourceStatistics", "Retry", "RetryPolicy", "RunConfig",
     "RunFinished", "RunResult", "RunStarted", "RunStatus", "SelectionError", "SelectionKind", "SkipReason",
     "SourceKind", "SqlStore", "StaticPartitionDef", "Store", "StoreError", "SystemClock", "TaskPlan", "TaskResult",
-    "UnknownPartitionError", "UnknownRunError", "asset", "cancel_run", "default_registry", "emit", "load_project_config", "open_store", "publish_event",
+    "UnknownPartitionError", "UnknownRunError", "WeeklyPartitionDef", "asset", "cancel_run", "default_registry", "emit", "load_project_config", "open_store", "publish_event",
     "run",
     "BackfillKind", "BackfillOrigin", "plan_failed_from", "plan_missing",
 }

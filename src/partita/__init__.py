@@ -56,8 +56,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "partita.operations.cancellation": ("CancelOutcome", "CancelRequest", "cancel_run"),
     "partita.operations.status": ("KeyState", "KeyStatus", "PartitionStatus", "partition_status"),
     "partita.partitions": (
-        "DatePartitionDef", "HourlyPartitionDef", "MonthlyPartitionDef", "MultiPartitionDef", "MultiPartitionKey",
-        "PartitionAtRuntime", "PartitionDef", "PartitionKey", "StaticPartitionDef",
+        "CronPartitionDef", "DatePartitionDef", "HourlyPartitionDef", "MonthlyPartitionDef", "MultiPartitionDef",
+        "MultiPartitionKey", "PartitionAtRuntime", "PartitionDef", "PartitionKey", "StaticPartitionDef",
+        "WeeklyPartitionDef",
     ),
     "partita.planning.backfill": ("BackfillKind", "BackfillOrigin"),
     "partita.planning.plan": ("FlowPlan", "TaskPlan"),
@@ -152,6 +153,7 @@ if TYPE_CHECKING:
     from partita.operations.cancellation import CancelOutcome, CancelRequest, cancel_run
     from partita.operations.status import KeyState, KeyStatus, PartitionStatus, partition_status
     from partita.partitions import (
+        CronPartitionDef,
         DatePartitionDef,
         HourlyPartitionDef,
         MonthlyPartitionDef,
@@ -161,6 +163,7 @@ if TYPE_CHECKING:
         PartitionDef,
         PartitionKey,
         StaticPartitionDef,
+        WeeklyPartitionDef,
     )
     from partita.planning.backfill import BackfillKind, BackfillOrigin
     from partita.planning.plan import FlowPlan, TaskPlan
@@ -201,6 +204,7 @@ __all__ = [
     "Clock",
     "Codec",
     "ConfigurationError",
+    "CronPartitionDef",
     "CronPartitions",
     "DaskExecutor",
     "DatePartitionDef",
@@ -283,6 +287,7 @@ __all__ = [
     "TaskResult",
     "UnknownPartitionError",
     "UnknownRunError",
+    "WeeklyPartitionDef",
     "asset",
     "cancel_run",
     "default_registry",

@@ -256,7 +256,7 @@ def test_an_expression_that_never_fires_is_rejected() -> None:
 def test_a_cron_on_a_consumer_that_is_not_time_partitioned_fails_its_evaluation(store: SqlStore) -> None:
     colours = p.StaticPartitionDef("colours", ["red", "blue"])
     flow = build_flow(colours, p.CronPartitions("0 * * * *", start="2026-01-01T00:00"))
-    with pytest.raises(DefinitionError, match="partitioned by hours, days or months"):
+    with pytest.raises(DefinitionError, match="partitioned by hours, days, weeks, months or cron windows"):
         TriggerEvaluator(flow, store).evaluate(now=dt.datetime(2026, 1, 1, 2, tzinfo=UTC))
 
 

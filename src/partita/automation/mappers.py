@@ -25,8 +25,9 @@ from zoneinfo import ZoneInfo
 
 from partita.errors import DefinitionError
 from partita.partitions.base import PartitionDef
+from partita.partitions.cron import CronPartitionDef
 from partita.partitions.multi import MultiPartitionDef, MultiPartitionKey
-from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
+from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef, WeeklyPartitionDef
 
 __all__ = [
     "AllowedKeysMapper",
@@ -107,7 +108,8 @@ def _window(period: str, moment: dt.datetime | dt.date, week_start: int) -> tupl
     if period == "hour":
         assert isinstance(moment, dt.datetime)
         start_hour = moment.replace(minute=0, second=0, microsecond=0)
-        return start_hour, start_hour + dt.timedelta(hours=1)
+        # An hour later in elapsed time: wall-clock arithmetic would span both occurrences of a repeated hour.
+        return start_hour, (start_hour.astimezone(dt.UTC) + dt.timedelta(hours=1)).astimezone(start_hour.tzinfo)
     day = moment.date() if isinstance(moment, dt.datetime) else moment
     if period == "day":
         return day, day + dt.timedelta(days=1)
@@ -131,9 +133,10 @@ class RollupMapper(PartitionMapper):
     ``period`` is hour, day, week, month, quarter or year. The downstream
     key is the window's start in the downstream definition (a day for
     `DatePartitionDef`, the 1st for `MonthlyPartitionDef`, the hour for
-    `HourlyPartitionDef`); the upstream keys are every key of the upstream
+    `HourlyPartitionDef`, the first day for `WeeklyPartitionDef`, the tick
+    for `CronPartitionDef`); the upstream keys are every key of the upstream
     definition inside the window, so a daylight-saving day has 23 or 25
-    hours. ``minimum`` runs the consumer once that many are present.
+    hours (and a week belongs to the window its first day falls in). ``minimum`` runs the consumer once that many are present.
     ``week_start`` is 0 for Monday.
     """
 
@@ -162,6 +165,9 @@ class RollupMapper(PartitionMapper):
             if not isinstance(start, dt.datetime):
                 raise ValueError("an hourly consumer needs an hourly roll-up window")
             return downstream.normalize_key(start)
+        if isinstance(downstream, CronPartitionDef):
+            moment = start if isinstance(start, dt.datetime) else _local_midnight(start, ZoneInfo(downstream.timezone))
+            return downstream.normalize_key(moment)
         day = start.date() if isinstance(start, dt.datetime) else start
         if isinstance(downstream, MonthlyPartitionDef):
             return downstream.normalize_key(day.replace(day=1))
@@ -176,37 +182,46 @@ class RollupMapper(PartitionMapper):
 
     def _window_keys(self, upstream: PartitionDef, start: Any, end: Any) -> tuple[Any, ...]:
         """Every upstream key in [start, end), enumerated without the definition's bounds, then filtered by them."""
-        if isinstance(upstream, HourlyPartitionDef):
-            zone = ZoneInfo(upstream.timezone)
-            first = _local_midnight(start, zone) if not isinstance(start, dt.datetime) else start
-            after = _local_midnight(end, zone) if not isinstance(end, dt.datetime) else end
-            candidates: list[Any] = []
-            current, stop = first.astimezone(dt.UTC), after.astimezone(dt.UTC)
-            while current < stop:
-                local = current.astimezone(zone)
-                if local.minute == 0:
-                    candidates.append(local)
-                current += dt.timedelta(minutes=15)  # offsets are whole quarter hours
-        elif isinstance(upstream, MonthlyPartitionDef):
-            candidates = []
-            month = start.replace(day=1) if not isinstance(start, dt.datetime) else start.date().replace(day=1)
-            end_day = end.date() if isinstance(end, dt.datetime) else end
-            while month < end_day:
-                candidates.append(month)
-                month = _next_month(month)
-        elif isinstance(upstream, DatePartitionDef):
-            day = start.date() if isinstance(start, dt.datetime) else start
-            end_day = end.date() if isinstance(end, dt.datetime) else end
-            candidates = [day + dt.timedelta(days=offset) for offset in range((end_day - day).days)]
-        else:
-            raise ValueError("a roll-up's upstream must be an hourly, daily or monthly definition")
         keys = []
-        for candidate in candidates:
+        for candidate in _candidates(upstream, start, end):
             try:
                 keys.append(upstream.normalize_key(candidate))
             except ValueError:
                 continue  # outside the definition's bounds: no event can ever exist for it
         return tuple(keys)
+
+
+def _candidates(upstream: PartitionDef, start: Any, end: Any) -> list[Any]:
+    """The keys of ``upstream`` in the window [start, end), ignoring its bounds."""
+    if isinstance(upstream, HourlyPartitionDef | CronPartitionDef):
+        zone = ZoneInfo(upstream.timezone)
+        first = _local_midnight(start, zone) if not isinstance(start, dt.datetime) else start
+        after = _local_midnight(end, zone) if not isinstance(end, dt.datetime) else end
+        if isinstance(upstream, CronPartitionDef):
+            return list(upstream.ticks_between(first, after))
+        candidates: list[Any] = []
+        current, stop = first.astimezone(dt.UTC), after.astimezone(dt.UTC)
+        while current < stop:
+            local = current.astimezone(zone)
+            if local.minute == 0:
+                candidates.append(local)
+            current += dt.timedelta(minutes=15)  # offsets are whole quarter hours
+        return candidates
+    day = start.date() if isinstance(start, dt.datetime) else start
+    end_day = end.date() if isinstance(end, dt.datetime) else end
+    if isinstance(upstream, MonthlyPartitionDef):
+        candidates, month = [], day.replace(day=1)
+        while month < end_day:
+            candidates.append(month)
+            month = _next_month(month)
+        return candidates
+    if isinstance(upstream, WeeklyPartitionDef):
+        first_day = day + dt.timedelta(days=(upstream.weekday - day.weekday()) % 7)
+        count = max(0, ((end_day - first_day).days + 6) // 7)  # the weeks whose first day lies in the window
+        return [first_day + dt.timedelta(weeks=weeks) for weeks in range(count)]
+    if isinstance(upstream, DatePartitionDef):
+        return [day + dt.timedelta(days=offset) for offset in range((end_day - day).days)]
+    raise ValueError("a roll-up's upstream must be an hourly, cron, daily, weekly or monthly definition")
 
 
 def _local_midnight(day: dt.date, zone: Any) -> dt.datetime:

@@ -193,9 +193,18 @@ def _containing(consumer: Any, zone: ZoneInfo, instant: dt.datetime) -> tuple[An
     if kind == "monthly":
         first = local.replace(day=1)
         return first, _day_start(first, zone)
+    if kind == "weekly":
+        first = local - dt.timedelta(days=(local.weekday() - consumer.weekday) % 7)
+        return first, _day_start(first, zone)
+    if kind == "cron":
+        latest = consumer.recent_keys(instant, 1)
+        if latest:
+            return latest[0], latest[0].astimezone(_UTC)
+        raise DefinitionError("CronPartitions: the consumer's cron definition has no window within 32 years of a tick")
     raise DefinitionError(
-        "CronPartitions needs a consumer partitioned by hours, days or months (HourlyPartitionDef, "
-        "DatePartitionDef, MonthlyPartitionDef) or an unpartitioned one"
+        "CronPartitions needs a consumer partitioned by hours, days, weeks, months or cron windows "
+        "(HourlyPartitionDef, DatePartitionDef, WeeklyPartitionDef, MonthlyPartitionDef, CronPartitionDef) "
+        "or an unpartitioned one"
     )
 
 

@@ -22,7 +22,7 @@ from partita.operations.status_layout import (
     state_ranges,
 )
 from partita.partitions.base import PartitionDef
-from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
+from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef, WeeklyPartitionDef
 
 __all__ = ["LEGEND", "SYMBOLS", "grid_lines"]
 
@@ -43,6 +43,7 @@ _CALENDAR_TEXT: dict[type[PartitionDef], tuple[str, int, int]] = {
     DatePartitionDef: ("".join(str(day % 10) for day in range(1, 32)), 0, _MAX_MONTH_ROWS),
     HourlyPartitionDef: ("00     06     12     18", 6, _MAX_DAY_ROWS),
     MonthlyPartitionDef: ("JFMAMJJASOND", 0, _MAX_YEAR_ROWS),
+    WeeklyPartitionDef: ("".join(str(week % 10) for week in range(1, 54)), 0, _MAX_YEAR_ROWS),
 }
 
 
@@ -64,7 +65,7 @@ def _row(label: str, cells: Sequence[KeyState | None], gaps: int = 0) -> Text:
 
 
 def _calendar(keys: Sequence[str], states: Sequence[KeyState], definition: PartitionDef) -> list[Text] | None:
-    """Daily keys: a row per month, a column per day; hourly: a row per day; monthly: a row per year."""
+    """Daily keys: a row per month, a column per day; hourly: a row per day; weekly and monthly: a row per year."""
     kind = calendar_kind(definition)
     if kind is None:
         return None

@@ -2,8 +2,8 @@
 
 A selection (keys or a bounded range, as plan and run take them) is parsed
 by the asset's own definition. Without one, each kind of definition has a
-bounded default: a window of recent time ending now for dates, hours and
-months; every declared key of a static definition (or of a product of
+bounded default: a window of recent time ending now for dates, weeks, hours
+and months, the latest ticks of a cron definition; every declared key of a static definition (or of a product of
 static ones); the active keys of a runtime domain's registry. Anything else
 needs a selection.
 """
@@ -21,21 +21,24 @@ from partita.definitions.assets import AssetDefinition
 from partita.definitions.config import RunConfig
 from partita.errors import ConfigurationError, SelectionError
 from partita.partitions.base import PartitionDef
+from partita.partitions.cron import CronPartitionDef
 from partita.partitions.multi import MultiPartitionDef, MultiPartitionKey
 from partita.partitions.runtime import PartitionAtRuntime
 from partita.partitions.static import StaticPartitionDef
-from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
+from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef, WeeklyPartitionDef
 from partita.planning.selection import CONFIG_FIELDS, KeySource, SelectionFields, select_partitions
 from partita.store.protocol import PartitionRegistry
 
 __all__ = [
-    "DEFAULT_DAYS", "DEFAULT_HOURS", "DEFAULT_MONTHS", "MAX_STATUS_KEYS", "ScopeKind", "StatusScope", "range_size", "status_scope",
+    "DEFAULT_DAYS", "DEFAULT_HOURS", "DEFAULT_MONTHS", "DEFAULT_TICKS", "DEFAULT_WEEKS", "MAX_STATUS_KEYS", "ScopeKind", "StatusScope", "range_size", "status_scope",
 ]
 
 #: The default windows ending now (no selection given): sized to one screen of grid.
 DEFAULT_DAYS = 30
 DEFAULT_HOURS = 7 * 24
 DEFAULT_MONTHS = 24
+DEFAULT_WEEKS = 26
+DEFAULT_TICKS = 7 * 24
 #: A status reads at most this many keys per asset: a larger range is refused before it is expanded.
 MAX_STATUS_KEYS = 1_000_000
 
@@ -67,9 +70,16 @@ class StatusScope:
 
 
 def range_size(definition: PartitionDef, start: Any, end: Any) -> int | None:
-    """How many keys a built-in time range holds, computed before expanding it (None: unknown)."""
+    """How many keys a built-in time range holds, computed before expanding it (None: unknown).
+
+    For a cron definition it is an upper bound: ticks are counted only by walking them.
+    """
     if isinstance(definition, DatePartitionDef):
         return int((end - start).days) + 1
+    if isinstance(definition, WeeklyPartitionDef):
+        return int((end - start).days) // 7 + 1
+    if isinstance(definition, CronPartitionDef):
+        return definition.range_size_at_most(start, end)
     if isinstance(definition, MonthlyPartitionDef):
         return (end.year - start.year) * 12 + end.month - start.month + 1
     if isinstance(definition, HourlyPartitionDef):
@@ -87,8 +97,9 @@ def _check_range_size(definition: PartitionDef, bounds: tuple[Any, Any], source:
     except (ValueError, TypeError, OverflowError):
         return  # selection diagnoses the bounds themselves, naming the field
     if size is not None and size > MAX_STATUS_KEYS:
+        bound = "up to " if isinstance(definition, CronPartitionDef) else ""
         raise SelectionError(
-            f"{fields.range} selects {size:,} keys; a partition status reads at most {MAX_STATUS_KEYS:,} keys "
+            f"{fields.range} selects {bound}{size:,} keys; a partition status reads at most {MAX_STATUS_KEYS:,} keys "
             "per asset: narrow the range"
         )
 
@@ -121,6 +132,11 @@ def _window(partition_def: PartitionDef, now: dt.datetime) -> StatusScope | None
         last = now.astimezone(dt.UTC).date()
         first = last - dt.timedelta(days=DEFAULT_DAYS - 1)
         words = f"the last {DEFAULT_DAYS} days ending today (UTC)"
+    elif isinstance(partition_def, WeeklyPartitionDef):
+        today = now.astimezone(dt.UTC).date()
+        last = today - dt.timedelta(days=(today.weekday() - partition_def.weekday) % 7)
+        first = last - dt.timedelta(weeks=DEFAULT_WEEKS - 1)
+        words = f"the last {DEFAULT_WEEKS} weeks ending with this week (UTC)"
     elif isinstance(partition_def, MonthlyPartitionDef):
         today = now.astimezone(dt.UTC).date()
         last = today.replace(day=1)
@@ -140,6 +156,22 @@ def _window(partition_def: PartitionDef, now: dt.datetime) -> StatusScope | None
         return StatusScope(ScopeKind.WINDOW, words + ": no key lies in it", ())
     keys = tuple(partition_def.format_key(key) for key in partition_def.range(first, last))
     return StatusScope(ScopeKind.WINDOW, f"{words} (no selection given)", keys)
+
+
+def _latest_ticks(partition_def: CronPartitionDef, now: dt.datetime) -> StatusScope:
+    """The latest ticks of a cron definition at or before ``now``, within its start and end."""
+    until, words = now, f"the last {DEFAULT_TICKS} ticks up to now"
+    end, start = partition_def.end, partition_def.start
+    if end is not None and end.astimezone(dt.UTC) < now.astimezone(dt.UTC):
+        until, words = end, words + f", clipped to the definition's end {partition_def.format_key(end)}"
+    keys = partition_def.recent_keys(until, DEFAULT_TICKS)
+    # Compared in UTC: datetimes of one zone compare by wall time, ignoring a repeated hour's fold.
+    if start is not None and keys and keys[0].astimezone(dt.UTC) < start.astimezone(dt.UTC):
+        keys = tuple(key for key in keys if key.astimezone(dt.UTC) >= start.astimezone(dt.UTC))
+        words += f", clipped to the definition's start {partition_def.format_key(start)}"
+    if not keys:
+        return StatusScope(ScopeKind.WINDOW, words + ": no key lies in it", ())
+    return StatusScope(ScopeKind.WINDOW, f"{words} (no selection given)", tuple(map(partition_def.format_key, keys)))
 
 
 def _declared(partition_def: PartitionDef) -> StatusScope | None:
@@ -190,6 +222,8 @@ def status_scope(
         return _selected(definition, config, source, fields)
     if isinstance(partition_def, PartitionAtRuntime):
         return _registry(partition_def, registry)
+    if isinstance(partition_def, CronPartitionDef):
+        return _latest_ticks(partition_def, now)
     scope = _window(partition_def, now) or _declared(partition_def)
     if scope is None:
         raise SelectionError(

@@ -8,6 +8,7 @@ the same symbol for a state, and cut the same ranges.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import operator
 from collections.abc import Callable, Sequence
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 
 from partita.operations.status import KeyState
 from partita.partitions.base import PartitionDef
-from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
+from partita.partitions.cron import CronPartitionDef
+from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef, WeeklyPartitionDef
 
 __all__ = [
     "CALENDARS", "GRAVITY", "SYMBOLS", "CalendarKind", "CalendarRow", "calendar_kind", "calendar_row_count",
@@ -40,8 +42,14 @@ class CalendarKind:
     width: int
 
 
+def _week_of_year(key: str) -> int:
+    """Weeks start seven days apart: the day of the year of a week's first day, in sevens, is its column."""
+    return (dt.date.fromisoformat(key).timetuple().tm_yday - 1) // 7
+
+
 CALENDARS = (
     CalendarKind(DatePartitionDef, "month", 7, lambda key: int(key[8:10]) - 1, 31),
+    CalendarKind(WeeklyPartitionDef, "year", 4, _week_of_year, 53),
     CalendarKind(HourlyPartitionDef, "day", 10, lambda key: int(key[11:13]), 24),
     CalendarKind(MonthlyPartitionDef, "year", 4, lambda key: int(key[5:7]) - 1, 12),
 )
@@ -56,8 +64,12 @@ class CalendarRow:
     keys: tuple[str | None, ...]
 
 
+#: The built-in time definitions: many keys read better as time ranges than as a strip.
+_TIME = (DatePartitionDef, WeeklyPartitionDef, HourlyPartitionDef, MonthlyPartitionDef, CronPartitionDef)
+
+
 def is_time(definition: PartitionDef) -> bool:
-    return isinstance(definition, (DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef))
+    return isinstance(definition, _TIME)
 
 
 def calendar_kind(definition: PartitionDef) -> CalendarKind | None:

@@ -26,7 +26,7 @@ from partita.operations.status_layout import (
     state_ranges,
 )  # fmt: skip
 from partita.partitions.base import PartitionDef
-from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef
+from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef, WeeklyPartitionDef
 
 __all__ = ["SYMBOLS", "BarSegment", "GridKind", "GridView", "StateRange", "StripRow", "grid_view"]
 
@@ -35,11 +35,13 @@ _CALENDAR_ROWS: dict[type[PartitionDef], int] = {
     DatePartitionDef: 60,  # five years of days, a row per month
     HourlyPartitionDef: 62,  # two months of hours, a row per day
     MonthlyPartitionDef: 100,  # a century of months, a row per year
+    WeeklyPartitionDef: 100,  # a century of weeks, a row per year
 }
 _COLUMN_LABELS: dict[type[PartitionDef], tuple[str, ...]] = {
     DatePartitionDef: tuple(str(day) for day in range(1, 32)),
     HourlyPartitionDef: tuple(f"{hour:02d}" for hour in range(24)),
     MonthlyPartitionDef: ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
+    WeeklyPartitionDef: tuple(str(week) for week in range(1, 54)),  # the week's place in the year of its first day
 }
 #: Keys other than time keys: listed by name up to this many, else drawn as a strip up to the next.
 MAX_NAMED_KEYS = 60
