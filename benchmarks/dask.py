@@ -38,7 +38,6 @@ import resource  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
-import uuid  # noqa: E402
 
 import dask  # noqa: E402
 import distributed  # noqa: E402
@@ -46,9 +45,16 @@ import distributed  # noqa: E402
 import partita  # noqa: E402
 
 sys.path.append(_HERE)  # after dask: the emission benchmark's helpers, without shadowing it
-from emission import ROW_SQL, fresh_postgresql_database  # noqa: E402
+from emission import fresh_postgresql_database, insert_with_a_commit_each  # noqa: E402
 
 OUTPUT_BYTES = 10 * 1024 * 1024
+
+
+def print_ratio(figure: str, ratios: list[float], target: float) -> None:
+    """The median of per-pair ratios partita/raw, and their range."""
+    ordered = sorted(ratios)
+    print(f"{figure} ratio partita/raw: median {statistics.median(ordered):.2f}x, "
+          f"range {ordered[0]:.2f}-{ordered[-1]:.2f}x (target >= {target}x)")
 
 
 def local_cluster() -> tuple[distributed.LocalCluster, distributed.Client]:
@@ -133,11 +139,9 @@ def chain(args: argparse.Namespace) -> None:
     attempts = 3 * args.keys
     raw = statistics.median(pair[0] for pair in pairs)
     ours = statistics.median(pair[1] for pair in pairs)
-    ratios = sorted(pair[0] / pair[1] for pair in pairs)
     print(f"chain raw distributed: {attempts / raw:,.0f} tasks/s (median of {len(pairs)}: {raw:.2f} s)")
     print(f"chain partita on dask: {attempts / ours:,.0f} attempts/s (median of {len(pairs)}: {ours:.2f} s)")
-    print(f"chain ratio partita/raw: median {statistics.median(ratios):.2f}x, "
-          f"range {ratios[0]:.2f}-{ratios[-1]:.2f}x (target >= 0.7x)")
+    print_ratio("chain", [raw_seconds / our_seconds for raw_seconds, our_seconds in pairs], 0.7)
 
 
 # -- 2. driver memory with 10 MB outputs ------------------------------------------------
@@ -193,15 +197,8 @@ def raw_inserts(url: str, worker: str, count: int) -> tuple[float, float]:
     import psycopg
 
     with psycopg.connect(url) as connection:
-        sql = ROW_SQL.format(marks=", ".join(["%s"] * 12))
         started = time.time()
-        for index in range(count):
-            connection.execute(
-                sql,
-                ("batch", f"{worker}-{index}", None, json.dumps({"rows": index}), time.time(), "attempt", "run",
-                 "producer", False, 1, uuid.uuid4().hex, "0" * 64),
-            )
-            connection.commit()
+        insert_with_a_commit_each(connection, count, f"{worker}-")
         return started, time.time()
 
 
@@ -255,11 +252,9 @@ def emission(args: argparse.Namespace) -> None:
         cluster.close()
     ours = statistics.median(pair[0] for pair in pairs)
     raw = statistics.median(pair[1] for pair in pairs)
-    ratios = sorted(pair[0] / pair[1] for pair in pairs)
     print(f"emission partita from two workers: {ours:,.0f} events/s (median of {len(pairs)})")
     print(f"emission raw psycopg from two workers, a commit each: {raw:,.0f} inserts/s")
-    print(f"emission ratio partita/raw: median {statistics.median(ratios):.2f}x, "
-          f"range {ratios[0]:.2f}-{ratios[-1]:.2f}x (target >= 0.5x)")
+    print_ratio("emission", [our_rate / raw_rate for our_rate, raw_rate in pairs], 0.5)
 
 
 def main() -> None:

@@ -77,16 +77,21 @@ def postgresql_rate(url: str, count: int) -> float:
 
     open_store(url).close()  # the same table and indexes, created by partita
     with psycopg.connect(url) as connection:
-        sql = ROW_SQL.format(marks=", ".join(["%s"] * 12))
         started = time.perf_counter()
-        for index in range(count):
-            connection.execute(
-                sql,
-                ("batch", f"b{index}", None, json.dumps({"rows": index}), time.time(), "attempt", "run", "producer",
-                 False, 1, uuid.uuid4().hex, "0" * 64),
-            )
-            connection.commit()
+        insert_with_a_commit_each(connection, count, "b")
         return count / (time.perf_counter() - started)
+
+
+def insert_with_a_commit_each(connection: object, count: int, key_prefix: str) -> None:
+    """``count`` event rows through a psycopg connection, committing after each one."""
+    sql = ROW_SQL.format(marks=", ".join(["%s"] * 12))
+    for index in range(count):
+        connection.execute(  # type: ignore[attr-defined]
+            sql,
+            ("batch", f"{key_prefix}{index}", None, json.dumps({"rows": index}), time.time(), "attempt", "run",
+             "producer", False, 1, uuid.uuid4().hex, "0" * 64),
+        )
+        connection.commit()  # type: ignore[attr-defined]
 
 
 def fresh_postgresql_database(server_url: str) -> str:

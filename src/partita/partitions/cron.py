@@ -19,11 +19,10 @@ import itertools
 import re
 from collections.abc import Hashable
 from typing import Any, ClassVar
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from partita.errors import DefinitionError
 from partita.partitions.cron_ticks import expression_problem, is_tick, ticks_at_most, ticks_from
-from partita.partitions.time import _BoundedTimeDef
+from partita.partitions.time import _BoundedTimeDef, zone_named
 
 __all__ = ["CronPartitionDef"]
 
@@ -54,15 +53,6 @@ def _check_cron(cron: Any) -> str:
     return text
 
 
-def _zone(timezone: Any) -> ZoneInfo:
-    if not isinstance(timezone, str) or not timezone:
-        raise DefinitionError("CronPartitionDef timezone must be an IANA time zone name")
-    try:
-        return ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise DefinitionError("CronPartitionDef timezone is not a known IANA time zone name") from None
-
-
 class CronPartitionDef(_BoundedTimeDef):
     """The windows between the ticks of a five-field cron expression in ``timezone``.
 
@@ -77,7 +67,7 @@ class CronPartitionDef(_BoundedTimeDef):
 
     def __init__(self, cron: str, timezone: str = "UTC", start: Any = None, end: Any = None) -> None:
         self._cron = _check_cron(cron)
-        self._tz = _zone(timezone)
+        self._tz = zone_named(timezone, owner="CronPartitionDef")
         self._timezone = timezone
         super().__init__(start, end)
 

@@ -229,6 +229,16 @@ class MonthlyPartitionDef(_BoundedTimeDef):
         return tuple(keys)
 
 
+def zone_named(timezone: Any, *, owner: str) -> ZoneInfo:
+    """The IANA zone ``timezone`` names, or a DefinitionError naming ``owner``'s field (never the value)."""
+    if not isinstance(timezone, str) or not timezone:
+        raise DefinitionError(f"{owner} timezone must be an IANA time zone name")
+    try:
+        return ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise DefinitionError(f"{owner} timezone is not a known IANA time zone name") from None
+
+
 class HourlyPartitionDef(_BoundedTimeDef):
     """Wall-clock hours of one time zone, in memory an aware ``datetime``.
 
@@ -242,12 +252,7 @@ class HourlyPartitionDef(_BoundedTimeDef):
     key_format: ClassVar[str] = "YYYY-MM-DDTHH"
 
     def __init__(self, timezone: str = "UTC", start: Any = None, end: Any = None) -> None:
-        if not isinstance(timezone, str) or not timezone:
-            raise DefinitionError("HourlyPartitionDef timezone must be an IANA time zone name")
-        try:
-            self._tz = ZoneInfo(timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise DefinitionError("HourlyPartitionDef timezone is not a known IANA time zone name") from None
+        self._tz = zone_named(timezone, owner="HourlyPartitionDef")
         self._timezone = timezone
         super().__init__(start, end)
 
