@@ -23,8 +23,8 @@ from pathlib import Path
 from partita import AssetContext, DatePartitionDef, Flow, HourlyPartitionDef, asset, open_store, publish_event
 from partita.automation.daemon import TriggerDaemon
 from partita.automation.evaluation import TriggerEvaluator
-from partita.automation.mappers import RollupMapper
 from partita.automation.triggers import OnAssetEvents
+from partita.partitions.mappers import RollupMapper
 
 hours = HourlyPartitionDef("Europe/Berlin")
 days = DatePartitionDef(start="2026-10-01")

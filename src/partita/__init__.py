@@ -18,7 +18,7 @@ from partita.version import __version__ as __version__  # written once, in parti
 
 #: Where each public name lives, by module (the imports below, for type checkers, say the same).
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "partita.automation.mappers": (
+    "partita.partitions.mappers": (
         "AllowedKeysMapper", "FixedKeyMapper", "IdentityMapper", "PartitionMapper", "ProductMapper", "RollupMapper",
     ),
     "partita.automation.triggers": ("CronPartitions", "OnAssetEvents"),
@@ -87,14 +87,6 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from partita.automation.mappers import (
-        AllowedKeysMapper,
-        FixedKeyMapper,
-        IdentityMapper,
-        PartitionMapper,
-        ProductMapper,
-        RollupMapper,
-    )
     from partita.automation.triggers import CronPartitions, OnAssetEvents
     from partita.config import ProjectConfig, load_project_config
     from partita.definitions.assets import AssetDefinition, asset
@@ -164,6 +156,14 @@ if TYPE_CHECKING:
         PartitionKey,
         StaticPartitionDef,
         WeeklyPartitionDef,
+    )
+    from partita.partitions.mappers import (
+        AllowedKeysMapper,
+        FixedKeyMapper,
+        IdentityMapper,
+        PartitionMapper,
+        ProductMapper,
+        RollupMapper,
     )
     from partita.planning.backfill import BackfillKind, BackfillOrigin
     from partita.planning.plan import FlowPlan, TaskPlan

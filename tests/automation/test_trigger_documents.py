@@ -193,7 +193,7 @@ def test_a_cron_trigger_matches_the_pending_schema(tmp_path: Path, url: str):
 
 IGNORED_AND_UNPARTITIONED_ENTRY = """
 from partita import DatePartitionDef, Flow, asset
-from partita.automation.mappers import FixedKeyMapper
+from partita.partitions.mappers import FixedKeyMapper
 from partita.automation.triggers import OnAssetEvents
 
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from partita.automation.mappers import Requirement
 from partita.automation.schedules import scheduled_key
 from partita.automation.triggers import CronPartitions, OnAssetEvents
 from partita.definitions.launch import LaunchKind
 from partita.errors import PartitaError, PlanningError, StoreError
 from partita.flow import Flow
+from partita.partitions.mappers import Requirement
 from partita.results.model import RunResult
 from partita.store.sql import SqlStore
 from partita.store.triggers import TriggerRequest, TriggerStore

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from partita.automation.mappers import IdentityMapper, PartitionMapper
 from partita.automation.schedules import cron_ticks, fires_after, is_five_field_cron
 from partita.definitions.assets import asset_name_of
 from partita.errors import DefinitionError
+from partita.partitions.mappers import IdentityMapper, PartitionMapper
 
 __all__ = ["CronPartitions", "OnAssetEvents", "Trigger"]
 

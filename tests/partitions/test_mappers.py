@@ -10,8 +10,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import partita as p
-from partita.automation.mappers import Requirement
 from partita.errors import DefinitionError
+from partita.partitions.mappers import Requirement
 
 BERLIN = p.HourlyPartitionDef("Europe/Berlin")
 NEW_YORK = p.HourlyPartitionDef("America/New_York")
