@@ -66,6 +66,11 @@ class Requirement:
 class PartitionMapper:
     """Base class: subclasses map canonical key text between two definitions."""
 
+    #: True when every consumer key needs at most one upstream key. Inside a run
+    #: the consumer's body then receives that key's output itself (None when the
+    #: key needs none); otherwise a `PartitionedOutputs` of the keys it needs.
+    one_upstream_key: bool = False
+
     def downstream_keys(self, upstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[str, ...]:
         raise NotImplementedError
 
@@ -85,6 +90,8 @@ def _canonical(definition: PartitionDef | None, text: str) -> str:
 
 class IdentityMapper(PartitionMapper):
     """Upstream key k completes downstream key k (same canonical text)."""
+
+    one_upstream_key = True
 
     def downstream_keys(self, upstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[str, ...]:
         return (_canonical(downstream, upstream_key),)
