@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
-from partita.execution.graph import Edge, TaskState
+from partita.execution.graph import Edge, MappedLink, TaskState
 from partita.partitions.base import PartitionDef
 from partita.results.attempts import AttemptResult, AttemptStatus
 from partita.results.deferred import DeferredOutput
 
-__all__ = ["OutputRelease", "PartitionedOutputs"]
+__all__ = ["OutputRelease", "PartitionedOutputs", "mapped_input"]
 
 
 class PartitionedOutputs(Mapping[Any, Any]):
@@ -83,6 +83,24 @@ class PartitionedOutputs(Mapping[Any, Any]):
         return f"PartitionedOutputs(<{len(self._keys)} keys>)"
 
 
+def mapped_input(link: MappedLink, upstream: TaskState, key_index: int) -> Any:
+    """What a consumer key receives through a mapper: the one output, or a mapping of the succeeded keys it needs.
+
+    A roll-up that tolerates missing keys runs with the keys that succeeded;
+    the mapping lists them in the upstream's planned order.
+    """
+    positions = link.needs[key_index]
+    if link.edge.one_key:
+        return upstream.outputs[positions[0]] if positions else None
+    if link.missing is not None and link.missing[key_index]:
+        results = upstream.results
+        positions = tuple(p for p in positions if (r := results[p]) is not None and r.status is AttemptStatus.SUCCESS)
+    definition = upstream.definition.partition_def
+    assert definition is not None
+    keys, outputs = upstream.keys, upstream.outputs
+    return PartitionedOutputs(definition, tuple(keys[p] for p in positions), [outputs[p] for p in positions])
+
+
 class OutputRelease:
     """Per output, the consumer attempts of this run that may still read it; a deferred output is released at zero.
 
@@ -114,7 +132,11 @@ class OutputRelease:
                 continue  # ordered after this task, but never reads its output
             if consumer.deferred or edge is Edge.DISCOVERY:
                 return None
-            if edge is Edge.SAME_KEY or edge is Edge.GATHER:
+            if edge is Edge.MAPPED:
+                for needs in consumer.links[task].needs:  # type: ignore[index]
+                    for position in needs:
+                        uses[position] += 1
+            elif edge is Edge.SAME_KEY or edge is Edge.GATHER:
                 uses = [count + 1 for count in uses]
             elif edge is Edge.FAN_OUT:
                 uses[0] += consumer.size
@@ -138,6 +160,9 @@ class OutputRelease:
                 continue
             if edge is Edge.SAME_KEY:
                 self._used(upstream, counts, key_index)
+            elif edge is Edge.MAPPED:
+                for position in task.links[upstream].needs[key_index]:  # type: ignore[index]
+                    self._used(upstream, counts, position)
             elif edge is Edge.GATHER:
                 for upstream_key in range(upstream.size):
                     self._used(upstream, counts, upstream_key)
