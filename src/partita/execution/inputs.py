@@ -108,7 +108,8 @@ class OutputRelease:
     ends only when it is terminal (succeeded, failed or skipped). Outputs of
     discovering producers and of tasks sized by discovery are not counted
     (their consumers are not known when the run starts): they stay until the
-    run ends. An output nothing reads is released as soon as it exists
+    run ends. Nor is an asset's read of its own earlier keys: those outputs
+    count as unread (they are the asset's results). An output nothing reads is released as soon as it exists
     unless ``keep_unread`` (then `RunResult.output` can still fetch it).
     """
 
@@ -128,8 +129,8 @@ class OutputRelease:
             return None
         uses = [0] * task.size
         for consumer, edge in task.consumers:
-            if not any(upstream is task for _, upstream, _ in consumer.inputs):
-                continue  # ordered after this task, but never reads its output
+            if consumer is task or not any(upstream is task for _, upstream, _ in consumer.inputs):
+                continue  # ordered after this task but never reads its output, or its own later key reads it
             if consumer.deferred or edge is Edge.DISCOVERY:
                 return None
             if edge is Edge.MAPPED:
@@ -156,7 +157,7 @@ class OutputRelease:
             _release(task, key_index)
         for _, upstream, edge in task.inputs:
             counts = self._uses.get(upstream)
-            if counts is None:
+            if counts is None or upstream is task:
                 continue
             if edge is Edge.SAME_KEY:
                 self._used(upstream, counts, key_index)

@@ -163,8 +163,8 @@ class _KeyPlanner:
             parts.append(self._parse(definition, mapper_texts := tuple(mapped)))
             if len(parts) == 1:
                 self.texts[definition.name] = mapper_texts
-        if len(parts) == 1:
-            return parts[0]
+        if not parts:
+            return ()  # no consumer key needs any (an empty selection)
         if all(part is parts[0] for part in parts):
             return parts[0]
         return _union(definition.partition_def, parts)  # type: ignore[arg-type]
