@@ -938,6 +938,30 @@ EXPECTED_OUTPUT["scheduled_reports.py"] = [
     "nightly_report: cron 0 0 * * * in Europe/Berlin, catch-up 7",
 ]
 
+EXPECTED_OUTPUT["cross_domain_report.py"] = [
+    "plan: hour:Europe/Berlin: 71 keys, 71 attempts",
+    "plan: date: 3 keys, 6 attempts",
+    "2026-03-28 24 hours, 2760 events busiest 2026-03-28T23",
+    "2026-03-29 23 hours, 2740 events busiest 2026-03-29T23",
+    "running total on 2026-01-07: 28",
+]
+CLI_COMMANDS.update(
+    {
+        # docs/partitions-and-selection.md: the plan of a run across two domains
+        "partita plan examples/cross_domain_report.py:flow --partition-range 2026-03-28 2026-03-30": (
+            0,
+            [
+                "hourly_events  -",
+                "daily_report   hourly_events via RollupMapper('day')",
+                "selection: range in domain date, 3 keys",
+                "domain hour:Europe/Berlin: 71 keys, 71 attempts (hourly_events)",
+                "domain date: 3 keys, 6 attempts (daily_report, busiest_hour)",
+                "attempts: 77",
+            ],
+        ),
+    }
+)
+
 
 def test_every_example_has_expected_output():
     assert sorted(EXPECTED_OUTPUT) == _example_files()

@@ -141,23 +141,11 @@ def _build_definition(
     )
     inputs, context_parameter = _read_signature(fn, asset_name)
     mappers = _read_mappers(asset_name, deps, partition_def)
-    all_deps = [upstream for _, upstream in inputs]
-    for upstream in deps or ():
-        upstream_name = asset_name_of(upstream, field_name=f"asset {asset_name!r} deps")
-        if upstream_name not in all_deps:
-            all_deps.append(upstream_name)
-    if asset_name in all_deps:
-        if asset_name not in mappers:
-            raise DefinitionError(
-                f"asset {asset_name!r} depends on itself; to read its own earlier partitions declare "
-                f"deps={{{asset_name!r}: OffsetMapper(-1)}}"
-            )
-        all_deps.remove(asset_name)  # not an edge of the asset graph: an edge between keys of one asset
     return AssetDefinition(
         name=asset_name,
         fn=fn,
         inputs=inputs,
-        deps=tuple(all_deps),
+        deps=_all_deps(asset_name, inputs, deps, mappers),
         context_parameter=context_parameter,
         partition_def=partition_def,
         is_async=inspect.iscoroutinefunction(fn),
@@ -170,6 +158,23 @@ def _build_definition(
         on_retry=on_retry,
         mappers=mappers,
     )
+
+
+def _all_deps(asset_name: str, inputs: tuple[tuple[str, str], ...], deps: Any, mappers: Mapping[str, Any]) -> tuple[str, ...]:
+    """Inputs first, then the ``deps`` names, without repeats; never the asset itself."""
+    all_deps = [upstream for _, upstream in inputs]
+    for upstream in deps or ():
+        upstream_name = asset_name_of(upstream, field_name=f"asset {asset_name!r} deps")
+        if upstream_name not in all_deps:
+            all_deps.append(upstream_name)
+    if asset_name in all_deps:
+        if asset_name not in mappers:
+            raise DefinitionError(
+                f"asset {asset_name!r} depends on itself; to read its own earlier partitions declare "
+                f"deps={{{asset_name!r}: OffsetMapper(-1)}}"
+            )
+        all_deps.remove(asset_name)  # not an edge of the asset graph: an edge between keys of one asset
+    return tuple(all_deps)
 
 
 def _read_mappers(asset_name: str, deps: Any, partition_def: PartitionDef | None) -> dict[str, PartitionMapper]:
