@@ -21,7 +21,7 @@ from partita.errors import PlanningError
 from partita.partitions.base import PartitionDef, apply_key_rule
 from partita.partitions.mappers import IdentityMapper, PartitionMapper
 
-__all__ = ["KeyPlan", "MappedEdge", "check_domains", "plan_mapped_keys", "spans_domains"]
+__all__ = ["KeyPlan", "MappedEdge", "check_domains", "check_edges", "plan_mapped_keys", "spans_domains"]
 
 _IDENTITY = IdentityMapper()
 
@@ -72,7 +72,7 @@ def check_domains(closure: Sequence[AssetDefinition], targets: Sequence[str]) ->
     no target is partitioned, of the partitioned assets an unpartitioned
     asset gathers: it must be one domain.
     """
-    names = {definition.name for definition in closure}
+    by_name = check_edges(closure)
     seeded: dict[str, list[str]] = {}
     for definition in closure:
         domain = _domain(definition)
@@ -82,15 +82,11 @@ def check_domains(closure: Sequence[AssetDefinition], targets: Sequence[str]) ->
                 "a run that spans domains through mappers cannot discover keys at run time yet"
             )
         for dep in definition.deps:
-            upstream = next(other for other in closure if other.name == dep) if dep in names else None
-            if upstream is None:
-                continue
-            mapper = definition.mappers.get(dep) if definition.mappers else None
-            _check_edge(upstream, definition, mapper)
+            upstream = by_name[dep]
             if definition.partition_def is None and upstream.partition_def is not None:
                 seeded.setdefault(_domain(upstream), []).append(upstream.name)  # type: ignore[arg-type]
     for target in targets:
-        definition = next(other for other in closure if other.name == target)
+        definition = by_name[target]
         if definition.partition_def is not None:
             seeded.setdefault(_domain(definition), []).append(target)  # type: ignore[arg-type]
     if len(seeded) > 1:
@@ -101,6 +97,16 @@ def check_domains(closure: Sequence[AssetDefinition], targets: Sequence[str]) ->
         )
     domain = next(iter(seeded), None)
     return [definition for definition in closure if definition.partition_def is not None and _domain(definition) == domain]
+
+
+def check_edges(closure: Sequence[AssetDefinition]) -> dict[str, AssetDefinition]:
+    """Refuse an edge between two domains that no mapper bridges, and a mapper on an unpartitioned upstream."""
+    by_name = {definition.name: definition for definition in closure}
+    for definition in closure:
+        for dep in definition.deps:
+            mapper = definition.mappers.get(dep) if definition.mappers else None
+            _check_edge(by_name[dep], definition, mapper)
+    return by_name
 
 
 def _check_edge(upstream: AssetDefinition, consumer: AssetDefinition, mapper: PartitionMapper | None) -> None:
@@ -320,9 +326,7 @@ def _fit_error(mapper: PartitionMapper, upstream: PartitionDef, downstream: Part
         return None
     up, down = _CADENCE.get(type(upstream).__name__), _CADENCE.get(type(downstream).__name__)
     if up is not None and up > _PERIOD[period]:
-        return (
-            f"a {period} roll-up gathers keys finer than a {period}, and {type(upstream).__name__} keys are coarser"
-        )
+        return f"a roll-up into {period} windows gathers keys no coarser than one {period}, and {type(upstream).__name__} keys are coarser"
     if down is not None and down != _PERIOD[period]:
         return f"the consumer's keys must be the {period} windows themselves, and {type(downstream).__name__} keys are not"
     return None

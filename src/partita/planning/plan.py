@@ -22,7 +22,14 @@ from partita.errors import PlanningError
 from partita.planning.backfill import BackfillOrigin
 from partita.planning.graph import resolve_closure
 from partita.planning.groups import check_group_keys, plan_groups
-from partita.planning.mapped_keys import KeyPlan, MappedEdge, check_domains, plan_mapped_keys, spans_domains
+from partita.planning.mapped_keys import (
+    KeyPlan,
+    MappedEdge,
+    check_domains,
+    check_edges,
+    plan_mapped_keys,
+    spans_domains,
+)
 from partita.planning.materialization import check_materialization
 from partita.planning.selection import (
     CONFIG_FIELDS,
@@ -295,6 +302,7 @@ def build_plan(
         )
         key_plan = plan_mapped_keys(closure, selected, selection.keys, targets)
     else:
+        check_edges(closure)
         selection = select_partitions(closure, config, key_source, fields)
     groups = plan_groups(partition_groups, by_name)
     group_of = {name: index for index, group in enumerate(groups) for name in group.assets}
