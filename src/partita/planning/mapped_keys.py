@@ -179,18 +179,25 @@ class _KeyPlanner:
         """Every upstream key text the consumer's keys need; records them per consumer key."""
         up, down = upstream.partition_def, consumer.partition_def
         assert up is not None and down is not None
-        fit = _fit_error(mapper, up, down)
+        fit = mapper.fit_error(up, down)
         if fit is not None:
             raise PlanningError(_mapper_error(upstream, consumer, mapper, fit))
         needs: list[tuple[tuple[str, ...], int]] = []
         wanted: list[str] = []
         format_key = down.format_key
         requirement = mapper.requirement
-        for key in self.keys[consumer.name]:
+        width = getattr(mapper, "width", None) if upstream is not consumer else None
+        for index, key in enumerate(self.keys[consumer.name]):
             try:
                 needed = requirement(format_key(key), up, down)
             except ValueError as exc:
                 raise PlanningError(_mapper_error(upstream, consumer, mapper, str(exc))) from None
+            if width is not None and len(needed.keys) < width:
+                raise PlanningError(
+                    f"asset {consumer.name!r}: planned key #{index} needs keys of {upstream.name!r} through "
+                    f"{mapper.describe()} that lie outside its definition's bounds (before its start or after its end); "
+                    "select later keys, or move the upstream definition's start"
+                )
             needs.append((needed.keys, needed.needed()))
             wanted.extend(needed.keys)
         self.needs[(consumer.name, upstream.name)] = needs
@@ -312,21 +319,3 @@ def _mapper_error(upstream: AssetDefinition, consumer: AssetDefinition, mapper: 
         f"asset {consumer.name!r} ({_domain(consumer)}) maps its dependency {upstream.name!r} ({_domain(upstream)}) "
         f"with {mapper.describe()}, which does not fit the two definitions: {rule}"
     )
-
-
-#: How coarse each time definition's keys are, and each roll-up period.
-_CADENCE = {"HourlyPartitionDef": 1, "DatePartitionDef": 2, "WeeklyPartitionDef": 3, "MonthlyPartitionDef": 4}
-_PERIOD = {"hour": 1, "day": 2, "week": 3, "month": 4, "quarter": 5, "year": 6}
-
-
-def _fit_error(mapper: PartitionMapper, upstream: PartitionDef, downstream: PartitionDef) -> str | None:
-    """Why a roll-up cannot pair these definitions (None when it can, or when it is not a roll-up)."""
-    period = getattr(mapper, "period", None)
-    if type(mapper).__name__ != "RollupMapper" or period not in _PERIOD:
-        return None
-    up, down = _CADENCE.get(type(upstream).__name__), _CADENCE.get(type(downstream).__name__)
-    if up is not None and up > _PERIOD[period]:
-        return f"a roll-up into {period} windows gathers keys no coarser than one {period}, and {type(upstream).__name__} keys are coarser"
-    if down is not None and down != _PERIOD[period]:
-        return f"the consumer's keys must be the {period} windows themselves, and {type(downstream).__name__} keys are not"
-    return None
