@@ -6,10 +6,7 @@ change in Berlin, then a week of running totals. As a CLI entry:
     partita plan examples/cross_domain_report.py:flow --partition-range 2026-03-28 2026-03-30
 """
 
-import datetime as dt
-
-from partita import DatePartitionDef, Flow, HourlyPartitionDef, PartitionMapper, RollupMapper, asset
-from partita.partitions.mappers import Requirement
+from partita import DatePartitionDef, Flow, HourlyPartitionDef, OffsetMapper, RollupMapper, asset
 
 hours = HourlyPartitionDef("Europe/Berlin", start="2026-01-01T00")
 days = DatePartitionDef(start="2026-01-01")
@@ -32,24 +29,12 @@ def busiest_hour(hourly_events) -> str:
     return hours.format_key(hour)
 
 
-class PreviousDay(PartitionMapper):
-    """Day D needs day D-1; the definition's first day needs nothing."""
-
-    one_upstream_key = True
-
-    def requirement(self, downstream_key, upstream, downstream):
-        previous = downstream.parse_key(downstream_key) - dt.timedelta(days=1)
-        if upstream.start is not None and previous < upstream.start:
-            return Requirement(())
-        return Requirement((upstream.format_key(previous),))
-
-
 @asset(partition_def=days)
 def daily_sales(context) -> int:
     return context.partition_key.day
 
 
-@asset(partition_def=days, deps={"running_total": PreviousDay()})
+@asset(partition_def=days, deps={"running_total": OffsetMapper(-1)})
 def running_total(daily_sales, running_total) -> int:
     return daily_sales + (running_total or 0)  # None on the definition's first day
 

@@ -14,23 +14,15 @@ import threading
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 import partita as p
-from partita.partitions.mappers import PartitionMapper, Requirement
 from partita.store.protocol import AttemptQuery
 
 HOURS = p.HourlyPartitionDef("Europe/Berlin", start="2026-01-01T00")
 DAYS = p.DatePartitionDef(start="2026-01-01")
 
 
-class PreviousDay(PartitionMapper):
-    one_upstream_key = True
-
-    def requirement(self, downstream_key, upstream, downstream):
-        day = downstream.parse_key(downstream_key) - dt.timedelta(days=1)
-        try:
-            return Requirement((upstream.format_key(upstream.normalize_key(day)),))
-        except ValueError:
-            return Requirement(())
 
 
 def _registry(calls: list[str], *, failing: str | None = None, minimum: int | None = None) -> p.AssetRegistry:
@@ -97,7 +89,7 @@ def test_a_running_total_reads_its_own_previous_day_in_order() -> None:
     def sales(context):
         return context.partition_key.day
 
-    @p.asset(partition_def=DAYS, deps={"running_total": PreviousDay()}, registry=registry)
+    @p.asset(partition_def=DAYS, deps={"running_total": p.OffsetMapper(-1)}, registry=registry)
     def running_total(context, sales, running_total):
         seen.append(context.partition_key)
         return sales + (running_total or 0)
@@ -113,7 +105,7 @@ def test_a_running_total_reads_its_own_previous_day_in_order() -> None:
 def test_a_failed_day_of_a_running_total_skips_every_later_day() -> None:
     registry = p.AssetRegistry()
 
-    @p.asset(partition_def=DAYS, deps={"running_total": PreviousDay()}, registry=registry)
+    @p.asset(partition_def=DAYS, deps={"running_total": p.OffsetMapper(-1)}, registry=registry)
     def running_total(context, running_total):
         if context.partition_key == dt.date(2026, 1, 3):
             raise ValueError("bad day")
@@ -167,3 +159,90 @@ def test_materialized_days_over_materialized_hours_are_reused_by_the_next_run(tm
     bodies.clear()
     second = flow.run({"partition_keys": ["2026-01-02"]})
     assert second.output("daily_report", "2026-01-02") == 24 and bodies == []
+
+
+def test_each_hour_reads_its_day_through_a_fan_out() -> None:
+    registry = p.AssetRegistry()
+
+    @p.asset(partition_def=DAYS, registry=registry)
+    def daily_budget(context):
+        return 24 * context.partition_key.day
+
+    @p.asset(partition_def=HOURS, deps={"daily_budget": p.FanOutMapper()}, registry=registry)
+    def hourly_share(daily_budget):
+        return daily_budget / 24
+
+    result = p.Flow(["hourly_share"], registry=registry).run(
+        {"partition_range": ("2026-03-29T00", "2026-03-30T01")}
+    )
+    assert len(result.tasks["daily_budget"].attempts) == 2  # each day once for its 23 and 2 hours
+    assert result.output("hourly_share", "2026-03-29T05") == 29 and result.output("hourly_share", "2026-03-30T01") == 30
+
+
+def test_a_trailing_window_reads_three_days_and_refuses_days_before_the_upstream_start() -> None:
+    registry = p.AssetRegistry()
+
+    @p.asset(partition_def=DAYS, registry=registry)
+    def visits(context):
+        return context.partition_key.day
+
+    @p.asset(partition_def=DAYS, deps={"visits": p.OffsetMapper(start_offset=-2, end_offset=0)}, registry=registry)
+    def three_day_visits(visits):
+        return sum(visits.values())
+
+    flow = p.Flow(["three_day_visits"], registry=registry)
+    result = flow.run({"partition_range": ("2026-01-05", "2026-01-06")})
+    assert len(result.tasks["visits"].attempts) == 4
+    assert result.output("three_day_visits", "2026-01-06") == 4 + 5 + 6
+    with pytest.raises(p.PlanningError, match=r"planned key #0 needs keys of 'visits' through OffsetMapper\(start_offset=-2, end_offset=0\) that lie outside its definition's bounds"):
+        flow.plan({"partition_keys": ["2026-01-02"]})
+
+
+def test_max_missing_runs_the_day_without_the_tolerated_hours() -> None:
+    registry = p.AssetRegistry()
+
+    @p.asset(partition_def=HOURS, registry=registry)
+    def readings(context):
+        if context.partition_key.hour in (3, 4):
+            raise RuntimeError("meter offline")
+        return 1
+
+    @p.asset(partition_def=DAYS, deps={"readings": p.RollupMapper("day", max_missing=2)}, registry=registry)
+    def daily_readings(readings):
+        return len(readings)
+
+    @p.asset(partition_def=DAYS, deps={"readings": p.RollupMapper("day", max_missing=1)}, registry=registry)
+    def strict_readings(readings):
+        return len(readings)
+
+    result = p.Flow(["daily_readings", "strict_readings"], registry=registry).run({"partition_keys": ["2026-06-01"]})
+    assert result.output("daily_readings", "2026-06-01") == 22
+    (strict,) = result.tasks["strict_readings"].attempts
+    assert strict.status is p.AttemptStatus.SKIPPED and strict.reason is p.SkipReason.DEPENDENCY_FAILED
+
+
+def test_a_day_waits_for_every_segment_and_days_roll_up_utc_hours_in_berlin() -> None:
+    registry = p.AssetRegistry()
+    segments = p.StaticPartitionDef("segments", ["retail", "online"])
+    utc = p.HourlyPartitionDef("UTC")
+
+    @p.asset(partition_def=p.MultiPartitionDef({"date": DAYS, "segment": segments}), registry=registry)
+    def segment_sales(context):
+        return 2 if context.partition_key["segment"] == "retail" else 3
+
+    @p.asset(partition_def=DAYS, deps={"segment_sales": p.DimensionMapper("date")}, registry=registry)
+    def total_sales(segment_sales):
+        return sum(segment_sales.values())
+
+    @p.asset(partition_def=utc, registry=registry)
+    def utc_events(context):
+        return 1
+
+    @p.asset(partition_def=DAYS, deps={"utc_events": p.RollupMapper("day", timezone="Europe/Berlin")}, registry=registry)
+    def berlin_day(utc_events):
+        return sorted(utc.format_key(key) for key in utc_events)
+
+    result = p.Flow(["total_sales", "berlin_day"], registry=registry).run({"partition_keys": ["2026-03-29"]})
+    assert result.output("total_sales", "2026-03-29") == 5
+    berlin = result.output("berlin_day", "2026-03-29")
+    assert (berlin[0], berlin[-1], len(berlin)) == ("2026-03-28T23", "2026-03-29T21", 23)

@@ -17,7 +17,6 @@ import pytest
 
 import partita as p
 from partita.errors import DefinitionError, PlanningError
-from partita.partitions.mappers import PartitionMapper, Requirement
 
 HOURS = p.HourlyPartitionDef("Europe/Berlin", start="2026-01-01T00")
 DAYS = p.DatePartitionDef(start="2026-01-01")
@@ -25,29 +24,8 @@ MONTHS = p.MonthlyPartitionDef(start="2026-01")
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schemas" / "plan.v1.json").read_text())
 
 
-class PreviousDay(PartitionMapper):
-    """Day D needs day D-1 of the same definition (nothing before the definition's start)."""
-
-    one_upstream_key = True
-
-    def requirement(self, downstream_key, upstream, downstream):
-        import datetime as dt
-
-        day = downstream.parse_key(downstream_key) - dt.timedelta(days=1)
-        try:
-            return Requirement((upstream.format_key(upstream.normalize_key(day)),))
-        except ValueError:
-            return Requirement(())
-
-    def describe(self):
-        return "PreviousDay()"
 
 
-class SameDay(PartitionMapper):
-    one_upstream_key = True
-
-    def requirement(self, downstream_key, upstream, downstream):
-        return Requirement((downstream_key,))
 
 
 def _report_registry() -> p.AssetRegistry:
@@ -226,15 +204,15 @@ def test_a_self_dependency_needs_a_mapper_and_an_offset() -> None:
     with pytest.raises(DefinitionError, match=r"depends on itself; to read its own earlier partitions declare deps=\{'total': OffsetMapper\(-1\)\}"):
         p.asset(partition_def=DAYS, registry=p.AssetRegistry())(total)
     registry = p.AssetRegistry()
-    p.asset(partition_def=DAYS, deps={"total": SameDay()}, registry=registry)(total)
-    with pytest.raises(PlanningError, match=r"asset 'total' depends on its own partitions through SameDay in a cycle"):
+    p.asset(partition_def=DAYS, deps={"total": p.IdentityMapper()}, registry=registry)(total)
+    with pytest.raises(PlanningError, match=r"asset 'total' depends on its own partitions through IdentityMapper in a cycle"):
         _plan(["total"], registry, partition_keys=["2026-01-02"])
 
 
 def test_a_self_dependency_plans_from_the_start_or_from_a_selected_predecessor() -> None:
     registry = p.AssetRegistry()
 
-    @p.asset(partition_def=DAYS, deps={"running_total": PreviousDay()}, registry=registry)
+    @p.asset(partition_def=DAYS, deps={"running_total": p.OffsetMapper(-1)}, registry=registry)
     def running_total(running_total):
         return 1
 
@@ -253,7 +231,7 @@ def test_a_group_member_that_reads_through_a_mapper_is_refused() -> None:
     def extract():
         return 1
 
-    @p.asset(partition_def=DAYS, deps={"extract": SameDay()}, registry=registry)
+    @p.asset(partition_def=DAYS, deps={"extract": p.IdentityMapper()}, registry=registry)
     def load(extract):
         return 1
 

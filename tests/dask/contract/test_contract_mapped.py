@@ -9,24 +9,12 @@ level so worker processes find them.
 from __future__ import annotations
 
 import partita as p
-from partita.partitions.mappers import PartitionMapper, Requirement
 
 HOURS = p.HourlyPartitionDef("Europe/Berlin")
 DAYS = p.DatePartitionDef(start="2026-03-27")
 REGISTRY = p.AssetRegistry()
 
 
-class PreviousDay(PartitionMapper):
-    one_upstream_key = True
-
-    def requirement(self, downstream_key, upstream, downstream):
-        import datetime as dt
-
-        day = downstream.parse_key(downstream_key) - dt.timedelta(days=1)
-        try:
-            return Requirement((upstream.format_key(upstream.normalize_key(day)),))
-        except ValueError:
-            return Requirement(())
 
 
 @p.asset(partition_def=HOURS, registry=REGISTRY)
@@ -41,7 +29,7 @@ def hours_of_the_day(hour_of_day):
     return sorted(hour_of_day.values())
 
 
-@p.asset(partition_def=DAYS, deps={"running_days": PreviousDay()}, registry=REGISTRY)
+@p.asset(partition_def=DAYS, deps={"running_days": p.OffsetMapper(-1)}, registry=REGISTRY)
 def running_days(running_days):
     return 1 + (running_days or 0)
 
