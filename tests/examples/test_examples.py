@@ -938,6 +938,16 @@ EXPECTED_OUTPUT["scheduled_reports.py"] = [
     "nightly_report: cron 0 0 * * * in Europe/Berlin, catch-up 7",
 ]
 
+EXPECTED_OUTPUT["partition_mappers.py"] = [
+    "fan-out: 23 ('2026-03-29T00', '2026-03-29T01', '2026-03-29T03')",
+    "fan-out needs: ('2026-03-29',)",
+    "lag: ('2026-03-28',)",
+    "window: ('2026-03-27', '2026-03-28', '2026-03-29')",
+    "first day: ()",
+    "Berlin day over UTC hours: 2026-03-28T23 .. 2026-03-29T21 23",
+    "needed of 24 with max_missing=2: 22",
+    "segments: ('2026-03-29|retail', '2026-03-29|online')",
+]
 EXPECTED_OUTPUT["cross_domain_report.py"] = [
     "plan: hour:Europe/Berlin: 71 keys, 71 attempts",
     "plan: date: 3 keys, 6 attempts",
