@@ -88,3 +88,40 @@ def test_a_roll_up_from_months_into_hours_exits_2_naming_the_mapper_and_the_rule
     assert result.exit_code == 2
     assert "RollupMapper('hour'), which does not fit the two definitions" in result.output
     assert "MonthlyPartitionDef keys are coarser" in result.output
+
+
+SEGMENTED = """
+from partita import MultiPartitionDef, StaticPartitionDef
+
+product = MultiPartitionDef(
+    {"date": DatePartitionDef(start="2026-08-01", end="2026-08-03"), "segment": StaticPartitionDef("s", ["eu", "us"])}
+)
+
+
+@asset(partition_def=product)
+def segment_sales(context):
+    mark("sales", product.format_key(context.partition_key).replace("|", "_"))
+    return 1
+
+
+flow = Flow(["segment_sales"])
+"""
+
+
+def test_a_product_range_runs_one_segment_and_status_lists_every_key(invoke, write_entry, ran):
+    path = write_entry(SEGMENTED)
+    result = invoke("run", path, "--partition-range", "2026-08-01|eu", "2026-08-02|eu", "--yes")
+    assert result.exit_code == 0, result.output
+    assert ran() == ["sales-2026-08-01_eu", "sales-2026-08-02_eu"]
+    status = invoke("status", path, "--json")
+    assert status.exit_code == 0, status.output
+    document = json.loads(status.stdout)
+    (asset,) = document["assets"]
+    assert asset["counts"]["materialized"] == 2 and sum(asset["counts"].values()) == 6
+
+
+def test_a_product_range_across_two_segments_exits_2_naming_the_flag(invoke, write_entry):
+    result = invoke("plan", write_entry(SEGMENTED), "--partition-range", "2026-08-01|eu", "2026-08-02|us")
+    assert result.exit_code == 2
+    assert "--partition-range is rejected by asset 'segment_sales'" in result.output
+    assert "every other dimension must have the same value at both ends" in result.output

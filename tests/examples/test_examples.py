@@ -135,7 +135,9 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "same key from a mapping or a MultiPartitionKey: True",
         "2026-08-08|eu-west -> eu-west shipments on 08 Aug",
         "2026-08-09|us-east -> us-east shipments on 09 Aug",
-        "SelectionError: partition_range is not supported by asset 'shipments'",
+        "range: 3 keys",
+        "SelectionError: partition_range is rejected by asset 'shipments' (multi(day=date,region=static:regions)): a multi partition range walks its time dimension 'day'",
+        "listed: ['2026-08-08|eu-west', '2026-08-08|us-east', '2026-08-08|apac', '2026-08-09|eu-west']",
     ],
     "custom_partition_def.py": [
         "shard keys selected: 3",
