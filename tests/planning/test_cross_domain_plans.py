@@ -262,3 +262,23 @@ def test_planning_a_year_of_days_over_hours_plans_every_hour_once() -> None:
     assert plan.attempt_count == 8760 + 2 * 365
     needs = plan.task("daily_report").mapped[0].needs
     assert sorted(position for day in needs for position in day) == list(range(8760))
+
+
+class Broken(p.PartitionMapper):
+    def requirement(self, downstream_key, upstream, downstream):
+        raise KeyError("oops")
+
+
+def test_a_mapper_that_raises_is_a_planning_error_naming_it() -> None:
+    registry = p.AssetRegistry()
+
+    @p.asset(partition_def=HOURS, registry=registry)
+    def hourly():
+        return 1
+
+    @p.asset(partition_def=DAYS, deps={"hourly": Broken()}, registry=registry)
+    def daily(hourly):
+        return 1
+
+    with pytest.raises(PlanningError, match=r"maps its dependency 'hourly' .* with Broken, which does not fit the two definitions: its requirement\(\) raised KeyError"):
+        _plan(["daily"], registry, partition_keys=["2026-01-02"])

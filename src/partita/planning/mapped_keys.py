@@ -192,6 +192,10 @@ class _KeyPlanner:
                 needed = requirement(format_key(key), up, down)
             except ValueError as exc:
                 raise PlanningError(_mapper_error(upstream, consumer, mapper, str(exc))) from None
+            except Exception as exc:  # noqa: BLE001 - a custom mapper's fault is a planning error, never a traceback
+                raise PlanningError(
+                    _mapper_error(upstream, consumer, mapper, f"its requirement() raised {type(exc).__name__}")
+                ) from None
             if width is not None and len(needed.keys) < width:
                 raise PlanningError(
                     f"asset {consumer.name!r}: planned key #{index} needs keys of {upstream.name!r} through "
