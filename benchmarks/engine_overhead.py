@@ -4,7 +4,7 @@ Prints one line per size: workload, N keys, attempts, median microseconds per
 attempt over several runs, and peak traced memory per attempt. Run by hand:
 
     python benchmarks/engine_overhead.py [--sizes 1000 10000 100000] [--repeat 3]
-        [--store none|sqlite|postgresql] [--executor in-process|process] [--logs]
+        [--store none|sqlite|postgresql] [--executor in-process|process] [--logs] [--cross-domain [DAYS]]
 
 With ``--store`` each run is also recorded: ``sqlite`` in a temporary file,
 ``postgresql`` at ``$PARTITA_BENCH_POSTGRES_URL``. The store is opened once,
@@ -12,6 +12,13 @@ as a long-lived process would; the no-store figure is measured in the same
 invocation so the ratio is comparable. With ``--executor process`` every body
 runs in a worker process; the in-process figure is measured alongside for the
 ratio (pick smaller sizes: a process round trip costs far more than a thread's).
+
+``--cross-domain`` measures a run that spans two domains instead: a daily
+report over hourly events (UTC) through ``RollupMapper("day")``, one year by
+default (8,760 hourly and 365 daily attempts). It prints the median time to
+plan it, and its plan + run and run-only costs per attempt beside those of
+a same-domain three-asset chain with about as many attempts, and their
+ratios.
 
 ``--logs`` measures attempt log capture instead, with the SQLite store: the
 same chain whose bodies each log one INFO line through ``context.logger``,
@@ -52,6 +59,20 @@ def transform(extract: None) -> None:
 
 @partita.asset(partition_def=DAYS, registry=REGISTRY)
 def publish(transform: None) -> None:
+    return None
+
+
+CROSS = partita.AssetRegistry()
+HOURS = partita.HourlyPartitionDef("UTC")
+
+
+@partita.asset(partition_def=HOURS, registry=CROSS)
+def hourly_events() -> None:
+    return None
+
+
+@partita.asset(partition_def=DAYS, deps={"hourly_events": partita.RollupMapper("day")}, registry=CROSS)
+def daily_report(hourly_events: object) -> None:
     return None
 
 
@@ -159,6 +180,49 @@ def log_capture_figures(folder: str, sizes: list[int], repeat: int) -> None:
             )
 
 
+def cross_domain_figures(days: int, repeat: int) -> None:
+    """Plan time of days over hours, and plan + run per attempt against a same-domain chain."""
+    flow = partita.Flow(["daily_report"], registry=CROSS)
+    start = dt.date(2026, 1, 1)
+    config = {"partition_range": (start, start + dt.timedelta(days=days - 1))}
+    chain, chain_keys = build_flow(), keys_for(round(days * 25 / 3))
+    flow.run({"partition_range": (start, start + dt.timedelta(days=2))})  # warm-up
+    chain.run({"partition_keys": keys_for(100)})
+    plans, runs, chain_plans, chains = [], [], [], []
+    for _ in range(repeat):  # interleaved: the machine's noise hits both alike
+        gc.collect()
+        started = time.perf_counter()
+        plan = flow.plan(config)
+        plans.append(time.perf_counter() - started)
+        gc.collect()
+        started = time.perf_counter()
+        result = flow.run(plan)
+        runs.append(time.perf_counter() - started)
+        assert result.succeeded and plan.attempt_count == days * 25
+        gc.collect()
+        started = time.perf_counter()
+        chain_plan = chain.plan({"partition_keys": chain_keys})
+        chain_plans.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        assert chain.run(chain_plan).succeeded
+        chains.append(time.perf_counter() - started)
+    attempts, chain_attempts = days * 25, 3 * len(chain_keys)
+    cross_us = (statistics.median(plans) + statistics.median(runs)) / attempts * 1e6
+    run_us = statistics.median(runs) / attempts * 1e6
+    chain_us = (statistics.median(chain_plans) + statistics.median(chains)) / chain_attempts * 1e6
+    chain_run_us = statistics.median(chains) / chain_attempts * 1e6
+    print(
+        f"engine_overhead cross_domain days={days} hours={days * 24} attempts={attempts} "
+        f"median_plan_ms={statistics.median(plans) * 1e3:.1f} median_us_per_attempt={cross_us:.1f} "
+        f"median_run_us_per_attempt={run_us:.1f} runs={repeat}"
+    )
+    print(
+        f"engine_overhead chain=3 keys={len(chain_keys)} attempts={chain_attempts} median_us_per_attempt={chain_us:.1f} "
+        f"median_run_us_per_attempt={chain_run_us:.1f} ratio_to_chain={cross_us / chain_us:.2f} "
+        f"run_ratio_to_chain={run_us / chain_run_us:.2f} runs={repeat}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
@@ -166,7 +230,11 @@ def main() -> None:
     parser.add_argument("--store", choices=["none", "sqlite", "postgresql"], default="none")
     parser.add_argument("--executor", choices=["in-process", "process"], default="in-process")
     parser.add_argument("--logs", action="store_true", help="measure attempt log capture (SQLite store)")
+    parser.add_argument("--cross-domain", type=int, nargs="?", const=365, metavar="DAYS", help="days over hours (365)")
     args = parser.parse_args()
+    if args.cross_domain:
+        cross_domain_figures(args.cross_domain, max(args.repeat, 5))
+        return
     with tempfile.TemporaryDirectory() as folder:
         if args.logs:
             log_capture_figures(folder, args.sizes, args.repeat)

@@ -45,7 +45,13 @@ result = flow.run(
 for attempt in result.tasks["shipments"].attempts:
     print(day_region.format_key(attempt.partition_key), "->", attempt.output)
 
+# A range walks the time dimension with the region fixed; two regions are not one range.
+print("range:", flow.plan({"partition_range": ("2026-08-08|eu-west", "2026-08-10|eu-west")}).key_count, "keys")
 try:
     flow.plan({"partition_range": ("2026-08-08|eu-west", "2026-08-09|apac")})
 except SelectionError as error:
     print("SelectionError:", error)
+
+# Bounded in every dimension, a product lists its keys: the first dimension slowest.
+august = MultiPartitionDef({"day": DatePartitionDef(start="2026-08-08", end="2026-08-09"), "region": regions})
+print("listed:", [august.format_key(key) for key in august.all_keys()][:4])

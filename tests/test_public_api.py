@@ -11,7 +11,7 @@ import partita
 
 EXPECTED = {
     "AllowedKeysMapper", "CronPartitionDef", "CronPartitions", "FixedKeyMapper", "IdentityMapper", "OnAssetEvents", "PartitionMapper",
-    "ProductMapper", "RollupMapper",
+    "ProductMapper", "RollupMapper", "DimensionMapper", "FanOutMapper", "OffsetMapper", "Requirement",
     "AssetContext", "AssetDefinition", "AssetEvent", "AssetRegistry", "AttemptFinished", "AttemptResult",
     "AttemptRetrying", "AttemptStarted", "AttemptStatus", "CallbackContext", "CancelOutcome", "CancelRequest", "CallbackError", "Clock", "Codec",
     "ConfigurationError", "DatePartitionDef", "DefinitionError", "DiscoveryError", "EmissionError",

@@ -19,8 +19,10 @@ from partita.version import __version__ as __version__  # written once, in parti
 #: Where each public name lives, by module (the imports below, for type checkers, say the same).
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "partita.partitions.mappers": (
-        "AllowedKeysMapper", "FixedKeyMapper", "IdentityMapper", "PartitionMapper", "ProductMapper", "RollupMapper",
+        "AllowedKeysMapper", "DimensionMapper", "FixedKeyMapper", "IdentityMapper", "PartitionMapper", "ProductMapper",
+        "Requirement", "RollupMapper",
     ),
+    "partita.partitions.window_mappers": ("FanOutMapper", "OffsetMapper"),
     "partita.automation.triggers": ("CronPartitions", "OnAssetEvents"),
     "partita.config": ("ProjectConfig", "load_project_config"),
     "partita.definitions.assets": ("AssetDefinition", "asset"),
@@ -159,12 +161,15 @@ if TYPE_CHECKING:
     )
     from partita.partitions.mappers import (
         AllowedKeysMapper,
+        DimensionMapper,
         FixedKeyMapper,
         IdentityMapper,
         PartitionMapper,
         ProductMapper,
+        Requirement,
         RollupMapper,
     )
+    from partita.partitions.window_mappers import FanOutMapper, OffsetMapper
     from partita.planning.backfill import BackfillKind, BackfillOrigin
     from partita.planning.plan import FlowPlan, TaskPlan
     from partita.planning.selection import SelectionKind
@@ -209,6 +214,7 @@ __all__ = [
     "DaskExecutor",
     "DatePartitionDef",
     "DefinitionError",
+    "DimensionMapper",
     "DiscoveryError",
     "EmissionError",
     "EmissionReceipt",
@@ -220,6 +226,7 @@ __all__ = [
     "Executor",
     "Fail",
     "FailureInfo",
+    "FanOutMapper",
     "FastForwardClock",
     "FileMaterialization",
     "FileMaterializationError",
@@ -247,6 +254,7 @@ __all__ = [
     "MonthlyPartitionDef",
     "MultiPartitionDef",
     "MultiPartitionKey",
+    "OffsetMapper",
     "OnAssetEvents",
     "OpenCircuit",
     "PartitaError",
@@ -263,6 +271,7 @@ __all__ = [
     "ProcessExecutor",
     "ProductMapper",
     "RateLimit",
+    "Requirement",
     "Resolution",
     "ResourcePolicy",
     "ResourceStatistics",

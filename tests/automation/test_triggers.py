@@ -176,6 +176,23 @@ def test_rollup_minimum_count(store: SqlStore) -> None:
     assert len(setup.seen[0][1]) == 3
 
 
+def test_rollup_max_missing_starts_once_all_but_that_many_hours_have_events(store: SqlStore) -> None:
+    setup = Setup(store, up_def=UTC_HOURS, down_def=DAYS, mapper=p.RollupMapper("day", max_missing=2))
+    for hour in range(21):
+        setup.publish(f"2024-06-01T{hour:02d}")
+    assert setup.pass_() == []
+    setup.publish("2024-06-01T23")
+    assert len(setup.pass_()) == 1
+    assert len(setup.seen[0][1]) == 22
+
+
+def test_a_fan_out_trigger_starts_every_hour_of_the_published_day(store: SqlStore) -> None:
+    setup = Setup(store, up_def=DAYS, down_def=p.HourlyPartitionDef("Europe/Berlin"), mapper=p.FanOutMapper())
+    setup.publish("2024-03-31")  # Berlin's spring-forward day: 23 hours
+    results = setup.pass_()
+    assert len(results) == 23 and all(result.status == p.RunStatus.SUCCESS for result in results)
+
+
 def test_paused_flow_starts_nothing(store: SqlStore) -> None:
     setup = Setup(store)
     setup.publish("2024-01-01")

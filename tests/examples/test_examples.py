@@ -135,7 +135,9 @@ EXPECTED_OUTPUT: dict[str, list[str]] = {
         "same key from a mapping or a MultiPartitionKey: True",
         "2026-08-08|eu-west -> eu-west shipments on 08 Aug",
         "2026-08-09|us-east -> us-east shipments on 09 Aug",
-        "SelectionError: partition_range is not supported by asset 'shipments'",
+        "range: 3 keys",
+        "SelectionError: partition_range is rejected by asset 'shipments' (multi(day=date,region=static:regions)): a multi partition range walks its time dimension 'day'",
+        "listed: ['2026-08-08|eu-west', '2026-08-08|us-east', '2026-08-08|apac', '2026-08-09|eu-west']",
     ],
     "custom_partition_def.py": [
         "shard keys selected: 3",
@@ -937,6 +939,40 @@ EXPECTED_OUTPUT["scheduled_reports.py"] = [
     "hourly_snapshot: cron 0 * * * * in UTC, catch-up latest",
     "nightly_report: cron 0 0 * * * in Europe/Berlin, catch-up 7",
 ]
+
+EXPECTED_OUTPUT["partition_mappers.py"] = [
+    "fan-out: 23 ('2026-03-29T00', '2026-03-29T01', '2026-03-29T03')",
+    "fan-out needs: ('2026-03-29',)",
+    "lag: ('2026-03-28',)",
+    "window: ('2026-03-27', '2026-03-28', '2026-03-29')",
+    "first day: ()",
+    "Berlin day over UTC hours: 2026-03-28T23 .. 2026-03-29T21 23",
+    "needed of 24 with max_missing=2: 22",
+    "segments: ('2026-03-29|retail', '2026-03-29|online')",
+]
+EXPECTED_OUTPUT["cross_domain_report.py"] = [
+    "plan: hour:Europe/Berlin: 71 keys, 71 attempts",
+    "plan: date: 3 keys, 6 attempts",
+    "2026-03-28 24 hours, 2760 events busiest 2026-03-28T23",
+    "2026-03-29 23 hours, 2740 events busiest 2026-03-29T23",
+    "running total on 2026-01-07: 28",
+]
+CLI_COMMANDS.update(
+    {
+        # docs/partitions-and-selection.md: the plan of a run across two domains
+        "partita plan examples/cross_domain_report.py:flow --partition-range 2026-03-28 2026-03-30": (
+            0,
+            [
+                "hourly_events  -",
+                "daily_report   hourly_events via RollupMapper('day')",
+                "selection: range in domain date, 3 keys",
+                "domain hour:Europe/Berlin: 71 keys, 71 attempts (hourly_events)",
+                "domain date: 3 keys, 6 attempts (daily_report, busiest_hour)",
+                "attempts: 77",
+            ],
+        ),
+    }
+)
 
 
 def test_every_example_has_expected_output():

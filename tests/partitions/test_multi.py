@@ -6,6 +6,8 @@ import datetime as dt
 from collections.abc import Hashable, Mapping
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from partita import (
     DatePartitionDef,
@@ -100,7 +102,7 @@ def test_multi_partition_key_does_not_follow_later_changes_to_its_source():
 def test_multi_definition_publishes_its_contract():
     definition = product()
     assert isinstance(definition, PartitionDef)
-    assert definition.supports_range is False
+    assert definition.supports_range is True  # one time dimension
     assert list(definition.dimensions) == ["date", "region"]
     assert "date" in definition.key_format and "region" in definition.key_format
 
@@ -199,9 +201,65 @@ def test_wrong_part_count_rejection_does_not_echo_the_text():
     assert SECRET not in str(info.value)
 
 
-def test_multi_definition_has_no_range():
-    with pytest.raises(ValueError):
-        product().range("2026-08-08|eu", "2026-08-09|eu")
+def test_a_multi_range_walks_its_time_dimension_with_the_other_fixed():
+    definition = product()
+    keys = definition.range("2026-08-08|eu", "2026-08-10|eu")
+    assert [definition.format_key(key) for key in keys] == ["2026-08-08|eu", "2026-08-09|eu", "2026-08-10|eu"]
+    assert definition.range("2026-08-08|eu", "2026-08-08|eu") == (definition.parse_key("2026-08-08|eu"),)
+    with pytest.raises(ValueError, match="every other dimension must have the same value at both ends"):
+        definition.range("2026-08-08|eu", "2026-08-09|us")
+    with pytest.raises(ValueError, match="later than"):
+        definition.range("2026-08-09|eu", "2026-08-08|eu")
+
+
+def test_a_product_without_one_time_dimension_has_no_ranges():
+    static = MultiPartitionDef({"a": StaticPartitionDef("a", ["x", "y"]), "b": StaticPartitionDef("b", ["z"])})
+    assert static.supports_range is False
+    with pytest.raises(ValueError, match="has none"):
+        static.range("x|z", "y|z")
+    two_times = MultiPartitionDef({"day": DatePartitionDef(), "hour": HourlyPartitionDef()})
+    assert two_times.supports_range is False
+
+
+def test_a_bounded_product_lists_its_keys_first_dimension_slowest():
+    definition = MultiPartitionDef(
+        {"date": DatePartitionDef(start="2026-08-08", end="2026-08-09"), "region": StaticPartitionDef("r", ["us", "eu"])}
+    )
+    assert definition.bounded
+    assert [definition.format_key(key) for key in definition.all_keys()] == [
+        "2026-08-08|us", "2026-08-08|eu", "2026-08-09|us", "2026-08-09|eu",
+    ]
+    assert list(definition.all_keys()) == sorted(definition.all_keys(), key=lambda key: (key["date"], ["us", "eu"].index(key["region"])))
+    assert not product().bounded
+    with pytest.raises(ValueError, match="dimension 'date' has no finite list of keys"):
+        product().all_keys()
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    first=st.dates(min_value=dt.date(2026, 1, 1), max_value=dt.date(2026, 12, 31)),
+    days=st.integers(0, 40),
+    region=st.sampled_from(["eu", "us"]),
+)
+def test_a_range_is_the_listing_filtered_to_one_value_and_each_key_round_trips(first, days, region):
+    definition = MultiPartitionDef(
+        {"date": DatePartitionDef(start="2026-01-01", end="2027-02-28"), "region": StaticPartitionDef("r", ["eu", "us"])}
+    )
+    last = first + dt.timedelta(days=days)
+    start, end = f"{first.isoformat()}|{region}", f"{last.isoformat()}|{region}"
+    ranged = definition.range(start, end)
+    listed = [key for key in definition.all_keys() if key["region"] == region and first <= key["date"] <= last]
+    assert list(ranged) == listed
+    for key in ranged:
+        assert definition.parse_key(definition.format_key(key)) == key
+
+
+def test_a_range_over_an_hourly_dimension_crosses_a_daylight_saving_day():
+    definition = MultiPartitionDef({"hour": HourlyPartitionDef("Europe/Berlin"), "meter": StaticPartitionDef("m", ["a", "b"])})
+    keys = definition.range("2026-10-25T01|a", "2026-10-25T03|a")
+    assert [definition.format_key(key) for key in keys] == [
+        "2026-10-25T01|a", "2026-10-25T02|a", "2026-10-25T02+01:00|a", "2026-10-25T03|a",
+    ]
 
 
 def test_multi_key_identity_distinguishes_components():

@@ -598,11 +598,13 @@ def test_multi_partition_text_and_mapping_of_the_same_key_are_selected_once():
     assert plan.domain == definition.domain
 
 
-def test_multi_partition_range_is_rejected():
+def test_a_multi_partition_range_walks_the_time_dimension_and_refuses_two_values():
     definition = MultiPartitionDef({"date": DatePartitionDef(), "region": StaticPartitionDef("region", ["eu", "us"])})
     flow, _ = _single(definition)
-    with pytest.raises(SelectionError, match="partition_range"):
-        flow.plan({"partition_range": ("2026-08-08|eu", "2026-08-09|eu")})
+    assert flow.plan({"partition_range": ("2026-08-08|eu", "2026-08-09|eu")}).key_count == 2
+    assert flow.plan_from_text({"partition_range": ("2026-08-08|us", "2026-08-10|us")}).key_count == 3
+    with pytest.raises(SelectionError, match=r"partition_range is rejected by asset .* every other dimension must have the same value"):
+        flow.plan({"partition_range": ("2026-08-08|eu", "2026-08-09|us")})
 
 
 # -- text (CLI) path --------------------------------------------------------

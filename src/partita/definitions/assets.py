@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from partita.definitions.definition import AssetDefinition, Callback
@@ -17,6 +17,7 @@ from partita.definitions.policies import RetryPolicy
 from partita.definitions.registry import AssetRegistry, default_registry
 from partita.errors import DefinitionError
 from partita.partitions.base import PartitionDef
+from partita.partitions.mappers import PartitionMapper
 
 __all__ = ["AssetDefinition", "asset", "asset_name_of", "definition_of"]
 
@@ -104,7 +105,7 @@ def _build_definition(
     fn: Callable[..., Any],
     *,
     name: str | None,
-    deps: Sequence[Any] | None,
+    deps: Sequence[Any] | Mapping[Any, PartitionMapper | None] | None,
     partition_def: PartitionDef | None,
     resource: str | None = None,
     retry: RetryPolicy | None = None,
@@ -125,8 +126,11 @@ def _build_definition(
         raise DefinitionError(f"asset {asset_name!r}: generator functions are not asset bodies; return the output")
     if partition_def is not None and not isinstance(partition_def, PartitionDef):
         raise DefinitionError(f"asset {asset_name!r}: partition_def must be a PartitionDef instance")
-    if deps is not None and (isinstance(deps, (str, bytes)) or not isinstance(deps, Sequence)):
-        raise DefinitionError(f"asset {asset_name!r}: deps must be a list of asset names or @asset functions")
+    if deps is not None and (isinstance(deps, (str, bytes)) or not isinstance(deps, Sequence | Mapping)):
+        raise DefinitionError(
+            f"asset {asset_name!r}: deps must be a list of asset names or @asset functions, "
+            "or a mapping of them to partition mappers"
+        )
     _check_options(
         asset_name,
         resource,
@@ -136,18 +140,12 @@ def _build_definition(
         {"on_success": on_success, "on_failure": on_failure, "on_retry": on_retry},
     )
     inputs, context_parameter = _read_signature(fn, asset_name)
-    all_deps = [upstream for _, upstream in inputs]
-    for upstream in deps or ():
-        upstream_name = asset_name_of(upstream, field_name=f"asset {asset_name!r} deps")
-        if upstream_name not in all_deps:
-            all_deps.append(upstream_name)
-    if asset_name in all_deps:
-        raise DefinitionError(f"asset {asset_name!r} depends on itself")
+    mappers = _read_mappers(asset_name, deps, partition_def)
     return AssetDefinition(
         name=asset_name,
         fn=fn,
         inputs=inputs,
-        deps=tuple(all_deps),
+        deps=_all_deps(asset_name, inputs, deps, mappers),
         context_parameter=context_parameter,
         partition_def=partition_def,
         is_async=inspect.iscoroutinefunction(fn),
@@ -158,7 +156,47 @@ def _build_definition(
         on_success=on_success,
         on_failure=on_failure,
         on_retry=on_retry,
+        mappers=mappers,
     )
+
+
+def _all_deps(asset_name: str, inputs: tuple[tuple[str, str], ...], deps: Any, mappers: Mapping[str, Any]) -> tuple[str, ...]:
+    """Inputs first, then the ``deps`` names, without repeats; never the asset itself."""
+    all_deps = [upstream for _, upstream in inputs]
+    for upstream in deps or ():
+        upstream_name = asset_name_of(upstream, field_name=f"asset {asset_name!r} deps")
+        if upstream_name not in all_deps:
+            all_deps.append(upstream_name)
+    if asset_name in all_deps:
+        if asset_name not in mappers:
+            raise DefinitionError(
+                f"asset {asset_name!r} depends on itself; to read its own earlier partitions declare "
+                f"deps={{{asset_name!r}: OffsetMapper(-1)}}"
+            )
+        all_deps.remove(asset_name)  # not an edge of the asset graph: an edge between keys of one asset
+    return tuple(all_deps)
+
+
+def _read_mappers(asset_name: str, deps: Any, partition_def: PartitionDef | None) -> dict[str, PartitionMapper]:
+    """The mappers of a ``deps`` mapping (a name mapped to None is a plain dependency)."""
+    if not isinstance(deps, Mapping):
+        return {}
+    mappers: dict[str, PartitionMapper] = {}
+    for upstream, mapper in deps.items():
+        upstream_name = asset_name_of(upstream, field_name=f"asset {asset_name!r} deps")
+        if mapper is None:
+            continue
+        if not isinstance(mapper, PartitionMapper):
+            raise DefinitionError(
+                f"asset {asset_name!r}: deps[{upstream_name!r}] must be a PartitionMapper or None"
+            )
+        if partition_def is None:
+            raise DefinitionError(
+                f"asset {asset_name!r}: deps[{upstream_name!r}] declares a partition mapper, but the asset is not "
+                "partitioned; a mapper says which upstream keys each of its keys needs"
+            )
+        mappers[upstream_name] = mapper
+    return mappers
 
 
 @overload
@@ -169,7 +207,7 @@ def asset(fn: F, /) -> F: ...
 def asset(
     *,
     name: str | None = None,
-    deps: Sequence[Any] | None = None,
+    deps: Sequence[Any] | Mapping[Any, PartitionMapper | None] | None = None,
     partition_def: PartitionDef | None = None,
     resource: str | None = None,
     retry: RetryPolicy | None = None,
@@ -187,7 +225,7 @@ def asset(
     /,
     *,
     name: str | None = None,
-    deps: Sequence[Any] | None = None,
+    deps: Sequence[Any] | Mapping[Any, PartitionMapper | None] | None = None,
     partition_def: PartitionDef | None = None,
     resource: str | None = None,
     retry: RetryPolicy | None = None,
@@ -201,7 +239,11 @@ def asset(
     """Declare a function as an asset and register it.
 
     Parameters name upstream assets (a parameter called ``context`` receives
-    the run context instead); ``deps`` adds ordering-only dependencies.
+    the run context instead); ``deps`` adds ordering-only dependencies. As a
+    mapping, ``deps`` gives a dependency a partition mapper: which of the
+    upstream's keys each key of this asset needs, in this or another partition
+    domain (``{"hourly_events": RollupMapper("day")}``); under the asset's own
+    name, an `OffsetMapper` reads its own earlier partitions.
     ``resource`` names a flow's `ResourcePolicy`; ``retry`` retries failures
     of this asset; ``materialization`` (an adapter such as
     `FileMaterialization`) with an explicit ``version`` reuses committed

@@ -7,12 +7,13 @@ without depending on each other.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from partita.definitions.policies import RetryPolicy
 from partita.partitions.base import PartitionDef
+from partita.partitions.mappers import PartitionMapper
 
 __all__ = ["AssetDefinition", "Callback"]
 
@@ -26,7 +27,10 @@ class AssetDefinition:
 
     ``inputs`` maps a body parameter to the upstream asset whose output it
     receives; ``deps`` lists every upstream asset (inputs first, then the
-    ordering-only ``deps=`` names) without repeats.
+    ordering-only ``deps=`` names) without repeats. ``mappers`` holds the
+    partition mapper declared for a dependency (``deps={"hourly": RollupMapper("day")}``);
+    a mapper under the asset's own name is a dependency on its own earlier
+    partitions, which ``deps`` never lists.
     """
 
     name: str
@@ -43,7 +47,13 @@ class AssetDefinition:
     on_success: Callback | None = field(default=None, repr=False)
     on_failure: Callback | None = field(default=None, repr=False)
     on_retry: Callback | None = field(default=None, repr=False)
+    mappers: Mapping[str, PartitionMapper] = field(default_factory=dict, repr=False)
 
     @property
     def partitioned(self) -> bool:
         return self.partition_def is not None
+
+    @property
+    def self_mapper(self) -> PartitionMapper | None:
+        """The mapper of a dependency on this asset's own earlier partitions, if declared."""
+        return self.mappers.get(self.name) if self.mappers else None

@@ -26,6 +26,17 @@ def domain_text(definition: AssetDefinition) -> str:
     return "-" if partition_def is None else partition_def.domain
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _depends_on(definition: AssetDefinition) -> str:
+    """Dependencies, each mapped one with its mapper (an asset's own name: its earlier keys)."""
+    mappers = definition.mappers
+    deps = list(definition.deps) + ([definition.name] if definition.self_mapper is not None else [])
+    return ", ".join(f"{dep} via {mappers[dep].describe()}" if dep in mappers else dep for dep in deps) or "-"
+
+
 def _selection_line(plan: FlowPlan) -> str:
     selection = plan.selection
     if selection.kind is SelectionKind.DISCOVER:
@@ -54,13 +65,22 @@ def render_plan(console: Console, plan: FlowPlan) -> None:
     for task in plan.tasks:
         table.add_row(
             task.name,
-            ", ".join(task.deps) or "-",
+            _depends_on(task.definition),
             domain_text(task.definition),
             "discovers (1)" if task.discovers else "at run time" if task.attempt_count is None else str(task.attempt_count),
             "-" if task.group is None else str(task.group),
         )
     print_table(console, table)
     console.print(_selection_line(plan))
+    if any(task.keys is not None for task in plan.tasks):
+        for domain in plan.domain_counts():
+            console.print(
+                escape(
+                    f"  domain {domain['domain']}: {_count(domain['key_count'], 'key')}, "
+                    f"{_count(domain['attempt_count'], 'attempt')} ({', '.join(domain['assets'])})"
+                ),
+                highlight=False,
+            )
     concurrency = plan.options.max_concurrency
     attempts = plan.attempt_count if plan.attempt_count is not None else f"{plan.known_attempt_count} + fan-out"
     console.print(f"attempts: {attempts}; max concurrency: {'default' if concurrency is None else concurrency}")

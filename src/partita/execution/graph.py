@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from partita.definitions.assets import AssetDefinition
+from partita.planning.mapped_keys import MappedEdge
 from partita.planning.plan import FlowPlan
 from partita.planning.selection import SelectionKind
 from partita.results.model import AttemptResult, SkipReason
@@ -26,6 +27,30 @@ class Edge(enum.Enum):
     GATHER = 3  # partitioned -> unpartitioned: every key feeds the one attempt
     SINGLE = 4  # unpartitioned -> unpartitioned
     DISCOVERY = 5  # discovering producer -> its domain: key k receives the producer's output for k
+    MAPPED = 6  # partitioned -> partitioned through a mapper: key k reads the upstream positions its link lists
+
+
+@dataclass(slots=True, eq=False)
+class MappedLink:
+    """One mapped edge at run time: what each consumer key reads, and which consumer keys each upstream key feeds."""
+
+    edge: MappedEdge
+    #: Per upstream key position: the consumer key positions that need it.
+    feeds: list[list[int]]
+    #: Per consumer key position: upstream attempts that did not succeed (tolerated up to a limit).
+    missing: list[int] | None
+
+    @property
+    def needs(self) -> tuple[tuple[int, ...], ...]:
+        return self.edge.needs
+
+    def blocks(self, consumer_key: int) -> bool:
+        """Count one unsuccessful upstream attempt; True once the consumer key cannot have enough."""
+        if self.missing is None:
+            return True
+        self.missing[consumer_key] += 1
+        assert self.edge.needed is not None
+        return len(self.edge.needs[consumer_key]) - self.missing[consumer_key] < self.edge.needed[consumer_key]
 
 
 @dataclass(slots=True, eq=False)
@@ -62,6 +87,8 @@ class TaskState:
     undiscovered: set[int] = field(default_factory=set)
     # Why a partitioned task without attempts was skipped (default: nothing selected).
     empty_reason: SkipReason | None = None
+    # Mapped edges, by upstream task (a run that spans domains, or a dependency on its own earlier keys).
+    links: dict[TaskState, MappedLink] | None = None
 
     @property
     def name(self) -> str:
@@ -74,12 +101,13 @@ Token = tuple[TaskState, int]
 
 def build_graph(plan: FlowPlan) -> list[TaskState]:
     """Task states in plan order with edges and initial pending counts."""
-    keys = plan.selection.keys
+    selected = plan.selection.keys
     discovering = plan.selection.kind is SelectionKind.DISCOVER
     tasks: list[TaskState] = []
     by_name: dict[str, TaskState] = {}
     for index, task_plan in enumerate(plan.tasks):
         deferred = discovering and task_plan.partitioned
+        keys = selected if task_plan.keys is None else task_plan.keys
         size = 0 if deferred else len(keys) if task_plan.partitioned else 1
         task = TaskState(
             index=index,
@@ -96,10 +124,14 @@ def build_graph(plan: FlowPlan) -> list[TaskState]:
         tasks.append(task)
         by_name[task.name] = task
     empty = plan.selection.kind is SelectionKind.EMPTY
-    for task in tasks:
+    for task, task_plan in zip(tasks, plan.tasks, strict=True):
         params = {upstream: param for param, upstream in task.definition.inputs}
-        for dep in task.definition.deps:
+        mapped = {edge.upstream: edge for edge in task_plan.mapped}
+        for dep in _deps_with_self(task.definition, mapped):
             upstream = by_name[dep]
+            if dep in mapped:
+                _link(task, upstream, mapped[dep], params.get(dep))
+                continue
             if upstream.discovers and task.partitioned:
                 edge = Edge.DISCOVERY
             elif upstream.partitioned:
@@ -119,3 +151,26 @@ def build_graph(plan: FlowPlan) -> list[TaskState]:
                 # empty mapping, matching the partitioned tasks' own skip.
                 task.skip_when_ready = SkipReason.NO_PARTITION_KEYS
     return tasks
+
+
+def _deps_with_self(definition: AssetDefinition, mapped: dict[str, MappedEdge]) -> tuple[str, ...]:
+    """The dependencies, then the asset itself when it reads its own earlier keys."""
+    return (*definition.deps, definition.name) if definition.name in mapped else definition.deps
+
+
+def _link(task: TaskState, upstream: TaskState, edge: MappedEdge, param: str | None) -> None:
+    """A mapped edge: each consumer key waits on the upstream positions it needs."""
+    feeds: list[list[int]] = [[] for _ in range(upstream.size)]
+    for key_index, needs in enumerate(edge.needs):
+        task.pending[key_index] += len(needs)
+        for position in needs:
+            feeds[position].append(key_index)
+    link = MappedLink(edge, feeds, None if edge.needed is None else [0] * task.size)
+    if task.links is None:
+        task.links = {}
+    task.links[upstream] = link
+    upstream.consumers.append((task, Edge.MAPPED))
+    if upstream is not task:
+        task.upstreams.append((upstream, Edge.MAPPED))
+    if param is not None:
+        task.inputs.append((param, upstream, Edge.MAPPED))

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
-from partita.execution.graph import Edge, TaskState
+from partita.execution.graph import Edge, MappedLink, TaskState
 from partita.partitions.base import PartitionDef
 from partita.results.attempts import AttemptResult, AttemptStatus
 from partita.results.deferred import DeferredOutput
 
-__all__ = ["OutputRelease", "PartitionedOutputs"]
+__all__ = ["OutputRelease", "PartitionedOutputs", "mapped_input"]
 
 
 class PartitionedOutputs(Mapping[Any, Any]):
@@ -83,6 +83,24 @@ class PartitionedOutputs(Mapping[Any, Any]):
         return f"PartitionedOutputs(<{len(self._keys)} keys>)"
 
 
+def mapped_input(link: MappedLink, upstream: TaskState, key_index: int) -> Any:
+    """What a consumer key receives through a mapper: the one output, or a mapping of the succeeded keys it needs.
+
+    A roll-up that tolerates missing keys runs with the keys that succeeded;
+    the mapping lists them in the upstream's planned order.
+    """
+    positions = link.needs[key_index]
+    if link.edge.one_key:
+        return upstream.outputs[positions[0]] if positions else None
+    if link.missing is not None and link.missing[key_index]:
+        results = upstream.results
+        positions = tuple(p for p in positions if (r := results[p]) is not None and r.status is AttemptStatus.SUCCESS)
+    definition = upstream.definition.partition_def
+    assert definition is not None
+    keys, outputs = upstream.keys, upstream.outputs
+    return PartitionedOutputs(definition, tuple(keys[p] for p in positions), [outputs[p] for p in positions])
+
+
 class OutputRelease:
     """Per output, the consumer attempts of this run that may still read it; a deferred output is released at zero.
 
@@ -90,7 +108,8 @@ class OutputRelease:
     ends only when it is terminal (succeeded, failed or skipped). Outputs of
     discovering producers and of tasks sized by discovery are not counted
     (their consumers are not known when the run starts): they stay until the
-    run ends. An output nothing reads is released as soon as it exists
+    run ends. Nor is an asset's read of its own earlier keys: those outputs
+    count as unread (they are the asset's results). An output nothing reads is released as soon as it exists
     unless ``keep_unread`` (then `RunResult.output` can still fetch it).
     """
 
@@ -110,11 +129,15 @@ class OutputRelease:
             return None
         uses = [0] * task.size
         for consumer, edge in task.consumers:
-            if not any(upstream is task for _, upstream, _ in consumer.inputs):
-                continue  # ordered after this task, but never reads its output
+            if consumer is task or not any(upstream is task for _, upstream, _ in consumer.inputs):
+                continue  # ordered after this task but never reads its output, or its own later key reads it
             if consumer.deferred or edge is Edge.DISCOVERY:
                 return None
-            if edge is Edge.SAME_KEY or edge is Edge.GATHER:
+            if edge is Edge.MAPPED:
+                for needs in consumer.links[task].needs:  # type: ignore[index]
+                    for position in needs:
+                        uses[position] += 1
+            elif edge is Edge.SAME_KEY or edge is Edge.GATHER:
                 uses = [count + 1 for count in uses]
             elif edge is Edge.FAN_OUT:
                 uses[0] += consumer.size
@@ -134,10 +157,13 @@ class OutputRelease:
             _release(task, key_index)
         for _, upstream, edge in task.inputs:
             counts = self._uses.get(upstream)
-            if counts is None:
+            if counts is None or upstream is task:
                 continue
             if edge is Edge.SAME_KEY:
                 self._used(upstream, counts, key_index)
+            elif edge is Edge.MAPPED:
+                for position in task.links[upstream].needs[key_index]:  # type: ignore[index]
+                    self._used(upstream, counts, position)
             elif edge is Edge.GATHER:
                 for upstream_key in range(upstream.size):
                     self._used(upstream, counts, upstream_key)

@@ -25,7 +25,7 @@ from partita.execution.dispatch import Dispatcher
 from partita.execution.events import AttemptStarted, ObserverFanout
 from partita.execution.executors import Executor
 from partita.execution.graph import Edge, TaskState, Token
-from partita.execution.inputs import PartitionedOutputs
+from partita.execution.inputs import PartitionedOutputs, mapped_input
 from partita.execution.log_capture import RemoteOutcome, wrap_body
 from partita.execution.workers import Completion
 from partita.results.model import Invocation
@@ -49,6 +49,8 @@ def inputs_for(task: TaskState, key_index: int) -> dict[str, Any]:
         elif edge is Edge.GATHER:
             assert upstream.definition.partition_def is not None
             kwargs[param] = PartitionedOutputs(upstream.definition.partition_def, upstream.keys, upstream.outputs)
+        elif edge is Edge.MAPPED:
+            kwargs[param] = mapped_input(task.links[upstream], upstream, key_index)  # type: ignore[index]
         else:
             kwargs[param] = upstream.outputs[0]
     return kwargs

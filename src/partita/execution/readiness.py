@@ -154,6 +154,10 @@ class Readiness:
             elif edge is Edge.FAN_OUT:
                 for consumer_key in range(consumer.size):
                     self.decrement(consumer, consumer_key, blocker)
+            elif edge is Edge.MAPPED:
+                link = consumer.links[task]  # type: ignore[index]
+                for consumer_key in link.feeds[key_index]:
+                    self.decrement(consumer, consumer_key, blocker if blocker is None or link.blocks(consumer_key) else None)
             elif edge is not Edge.DISCOVERY:
                 self.decrement(consumer, 0, blocker)
         if task.discovers:

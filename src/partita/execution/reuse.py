@@ -105,6 +105,12 @@ def _is_async(adapter: Any, *methods: str) -> bool:
     return any(inspect.iscoroutinefunction(getattr(adapter, method, None)) for method in methods)
 
 
+def _positions(task: TaskState, upstream: TaskState, key_index: int) -> tuple[int, ...]:
+    """The upstream key positions whose materialization ids are part of this attempt's identity."""
+    link = task.links.get(upstream) if task.links else None
+    return (key_index,) if link is None else link.needs[key_index]
+
+
 class OutputReuse:
     """Drives the materialized tasks of one run."""
 
@@ -115,7 +121,7 @@ class OutputReuse:
         self._pending: dict[tuple[TaskState, int], tuple[Any, tuple[Invocation, ...]]] = {}
         by_name = {task.name: task for task in run.tasks}
         self._upstreams = {
-            task: [by_name[dep] for dep in task.definition.deps]
+            task: [by_name[dep] for dep in task.definition.deps] + ([task] if task.definition.self_mapper else [])
             for task in run.tasks
             if task.definition.materialization is not None
         }
@@ -127,7 +133,11 @@ class OutputReuse:
         partition_def = definition.partition_def
         assert partition_def is not None and definition.version is not None
         key = task.keys[key_index]
-        inputs = tuple(upstream.materialization_ids[key_index] for upstream in self._upstreams[task])  # type: ignore[index]
+        inputs = tuple(
+            upstream.materialization_ids[position]  # type: ignore[index]
+            for upstream in self._upstreams[task]
+            for position in _positions(task, upstream, key_index)
+        )
         return MaterializationContext(
             asset_name=task.name,
             version=definition.version,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-import itertools
 from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -22,7 +21,7 @@ from partita.definitions.config import RunConfig
 from partita.errors import ConfigurationError, SelectionError
 from partita.partitions.base import PartitionDef
 from partita.partitions.cron import CronPartitionDef
-from partita.partitions.multi import MultiPartitionDef, MultiPartitionKey
+from partita.partitions.multi import MultiPartitionDef
 from partita.partitions.runtime import PartitionAtRuntime
 from partita.partitions.static import StaticPartitionDef
 from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef, WeeklyPartitionDef
@@ -177,14 +176,13 @@ def _latest_ticks(partition_def: CronPartitionDef, now: dt.datetime) -> StatusSc
 def _declared(partition_def: PartitionDef) -> StatusScope | None:
     if isinstance(partition_def, StaticPartitionDef):
         return StatusScope(ScopeKind.DECLARED, f"every declared key of {partition_def.domain}", partition_def.keys)
-    if isinstance(partition_def, MultiPartitionDef):
-        dimensions = partition_def.dimensions
-        if not all(isinstance(dimension, StaticPartitionDef) for dimension in dimensions.values()):
+    if isinstance(partition_def, MultiPartitionDef) and partition_def.bounded:
+        static = all(isinstance(dimension, StaticPartitionDef) for dimension in partition_def.dimensions.values())
+        keys = tuple(map(partition_def.format_key, partition_def.all_keys()))
+        if len(keys) > MAX_STATUS_KEYS:
             return None
-        names = list(dimensions)
-        product = itertools.product(*(dimensions[name].keys for name in names))  # type: ignore[attr-defined]
-        keys = tuple(partition_def.format_key(MultiPartitionKey(dict(zip(names, combo, strict=True)))) for combo in product)
-        return StatusScope(ScopeKind.DECLARED, "every combination of the declared keys", keys)
+        words = "every combination of the declared keys" if static else "every key of the product, each time dimension from its start to its end"
+        return StatusScope(ScopeKind.DECLARED, words, keys)
     return None
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from collections.abc import Hashable, Iterator, Mapping
 from typing import Any, ClassVar
@@ -16,8 +18,12 @@ _DIMENSION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SEPARATOR = "|"
 
 
+@functools.total_ordering
 class MultiPartitionKey(Mapping[str, Any]):
-    """An immutable, ordered mapping from dimension name to that dimension's key."""
+    """An immutable, ordered mapping from dimension name to that dimension's key.
+
+    Keys of one product compare dimension by dimension, in dimension order.
+    """
 
     __slots__ = ("_items", "_hash")
 
@@ -41,6 +47,11 @@ class MultiPartitionKey(Mapping[str, Any]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, MultiPartitionKey):
             return self._items == other._items
+        return NotImplemented
+
+    def __lt__(self, other: object) -> bool:
+        if isinstance(other, MultiPartitionKey):
+            return tuple(value for _, value in self._items) < tuple(value for _, value in other._items)
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -84,6 +95,56 @@ class MultiPartitionDef(PartitionDef):
     @property
     def dimensions(self) -> Mapping[str, PartitionDef]:
         return dict(self._dimensions)
+
+    @property
+    def supports_range(self) -> bool:  # type: ignore[override]
+        """Ranges walk the product's one time dimension (a dimension with ranges), the others fixed."""
+        return sum(1 for _, definition in self._dimensions if definition.supports_range) == 1
+
+    def range(self, start: Any, end: Any) -> tuple[MultiPartitionKey, ...]:
+        """Every key from ``start`` to ``end`` along the one dimension whose value differs; the others stay fixed.
+
+        ``2026-01-01|eu`` .. ``2026-01-31|eu`` is January of segment ``eu``.
+        Ends that differ in any other dimension are refused: that would not
+        be one range.
+        """
+        first, last = self.normalize_key(start), self.normalize_key(end)
+        differing = [name for name, _ in self._dimensions if first[name] != last[name]]
+        walked = next((name for name, definition in self._dimensions if definition.supports_range), None)
+        if walked is None:
+            raise ValueError("multi partition ranges walk a time dimension, and this product has none; select keys")
+        if any(name != walked for name in differing):
+            raise ValueError(
+                f"a multi partition range walks its time dimension {walked!r}; every other dimension must have the "
+                "same value at both ends"
+            )
+        values = self.dimensions[walked].range(first[walked], last[walked])
+        return tuple(MultiPartitionKey({**dict(first.items()), walked: value}) for value in values)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether every dimension has a finite list of keys (static, or a time definition with a start and an end)."""
+        return all(_listing(definition) is not None for _, definition in self._dimensions)
+
+    def all_keys(self) -> tuple[MultiPartitionKey, ...]:
+        """Every key of a bounded product, in a documented order.
+
+        The product of the dimensions in declaration order, the first
+        dimension slowest (``2026-01-01|eu``, ``2026-01-01|us``,
+        ``2026-01-02|eu`` ...); each dimension in its own order: a static
+        one as declared, a time one from its start to its end.
+        """
+        listings = []
+        for name, definition in self._dimensions:
+            listing = _listing(definition)
+            if listing is None:
+                raise ValueError(
+                    f"dimension {name!r} has no finite list of keys (a time dimension needs a start and an end); "
+                    "the product cannot list its keys"
+                )
+            listings.append(listing)
+        names = [name for name, _ in self._dimensions]
+        return tuple(MultiPartitionKey(dict(zip(names, combo, strict=True))) for combo in itertools.product(*listings))
 
     @property
     def storable_key_text(self) -> bool:  # type: ignore[override]
@@ -150,3 +211,13 @@ class MultiPartitionDef(PartitionDef):
     def __repr__(self) -> str:
         inner = ", ".join(f"{name!r}: {definition!r}" for name, definition in self._dimensions)
         return f"MultiPartitionDef({{{inner}}})"
+
+
+def _listing(definition: PartitionDef) -> tuple[Any, ...] | None:
+    """A dimension's keys in its own order, or None when it has no finite list."""
+    if isinstance(definition, StaticPartitionDef):
+        return definition.keys
+    start, end = getattr(definition, "start", None), getattr(definition, "end", None)
+    if definition.supports_range and start is not None and end is not None:
+        return tuple(definition.range(start, end))
+    return None

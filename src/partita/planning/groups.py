@@ -9,12 +9,13 @@ back into it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from partita.definitions.assets import AssetDefinition
 from partita.definitions.groups import PartitionGroup
 from partita.errors import PlanningError
 
-__all__ = ["plan_groups"]
+__all__ = ["check_group_keys", "plan_groups"]
 
 
 def plan_groups(
@@ -87,3 +88,22 @@ def _check_no_reentry(group: PartitionGroup, closure: Mapping[str, AssetDefiniti
             if consumer not in seen:
                 seen.add(consumer)
                 frontier.append(consumer)
+
+
+def check_group_keys(groups: Sequence[PartitionGroup], tasks: Mapping[str, Any]) -> None:
+    """In a run that spans domains, a group's members plan the same keys and read each other key by key.
+
+    A group slot is one key of every member; a member that plans other keys
+    (because a mapped consumer needs more of them) or reads its predecessor
+    through a mapper has no such slot.
+    """
+    for group in groups:
+        first = tasks[group.assets[0]]
+        for name in group.assets[1:]:
+            task = tasks[name]
+            if any(edge.upstream in group.assets for edge in task.mapped) or task.keys is not first.keys:
+                raise PlanningError(
+                    f"partition group {group.assets[0]!r}..{group.assets[-1]!r}: member {name!r} plans other keys "
+                    "than the first member, or reads its predecessor through a mapper; group members must plan the "
+                    "same keys and depend on each other key by key"
+                )

@@ -34,8 +34,9 @@ def check_materialization(closure: Mapping[str, AssetDefinition]) -> None:
                     f"asset {name!r} is materialized, so its direct dependency {dep!r} must be materialized "
                     "with a version too (input materialization ids are part of its identity)"
                 )
-            if upstream.partition_def is None or upstream.partition_def.domain != domain:
+            mapped = bool(definition.mappers) and dep in definition.mappers
+            if upstream.partition_def is None or (upstream.partition_def.domain != domain and not mapped):
                 raise PlanningError(
                     f"asset {name!r} is materialized, so its direct dependency {dep!r} must share its partition "
-                    f"domain {domain}"
+                    f"domain {domain}, or be read through a partition mapper"
                 )

@@ -21,7 +21,15 @@ from partita.definitions.registry import AssetRegistry
 from partita.errors import PlanningError
 from partita.planning.backfill import BackfillOrigin
 from partita.planning.graph import resolve_closure
-from partita.planning.groups import plan_groups
+from partita.planning.groups import check_group_keys, plan_groups
+from partita.planning.mapped_keys import (
+    KeyPlan,
+    MappedEdge,
+    check_domains,
+    check_edges,
+    plan_mapped_keys,
+    spans_domains,
+)
 from partita.planning.materialization import check_materialization
 from partita.planning.selection import (
     CONFIG_FIELDS,
@@ -75,11 +83,17 @@ class TaskPlan:
     definition: AssetDefinition = field(repr=False, compare=False)
     #: True for the discovering producer of a runtime domain (one attempt, no key).
     discovers: bool = False
+    #: This asset's own keys when they are not the selection's (a run that spans domains), in memory only.
+    keys: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
+    #: Its dependencies whose keys are not its own, key by key.
+    mapped: tuple[MappedEdge, ...] = field(default=(), repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         document = {**describe_asset(self.definition), "attempt_count": self.attempt_count, "group": self.group}
         if self.discovers:
             document["discovers"] = True
+        if self.definition.mappers:
+            document["mappers"] = {dep: mapper.describe() for dep, mapper in self.definition.mappers.items()}
         return document
 
 
@@ -187,7 +201,26 @@ class FlowPlan:
         }
         if self.backfill is not None:
             document["backfill"] = self.backfill.to_dict()
+        if any(task.keys is not None for task in self.tasks):
+            document["domains"] = self.domain_counts()
         return document
+
+    def domain_counts(self) -> list[dict[str, Any]]:
+        """Per partition domain of the run: its assets, its distinct keys and its attempts."""
+        counts: dict[str, dict[str, Any]] = {}
+        for task in self.tasks:
+            partition_def = task.definition.partition_def
+            if partition_def is None or not task.partitioned:
+                continue
+            entry = counts.setdefault(partition_def.domain, {"domain": partition_def.domain, "assets": [], "attempt_count": 0, "_keys": set()})
+            entry["assets"].append(task.name)
+            entry["attempt_count"] += task.attempt_count or 0
+            keys = self.selection.keys if task.keys is None else task.keys
+            entry["_keys"].update(map(partition_def.key_identity, keys))
+        return [
+            {"domain": entry["domain"], "assets": entry["assets"], "key_count": len(entry.pop("_keys")), "attempt_count": entry["attempt_count"]}
+            for entry in counts.values()
+        ]
 
     def _selection_document(self) -> dict[str, Any]:
         selection = self.selection
@@ -226,19 +259,22 @@ def _plan_resources(
     return tuple(ResourcePlan(name, resources[name], tuple(assets)) for name, assets in users.items())
 
 
-def _task_plan(definition: AssetDefinition, selection: Selection, group: int | None) -> TaskPlan:
+def _task_plan(definition: AssetDefinition, selection: Selection, group: int | None, key_plan: KeyPlan | None) -> TaskPlan:
     # The runtime producer discovers unless the run deliberately selects no partitions;
     # a discovering producer runs once per run, without a key.
     discovers = definition.name == selection.producer and selection.kind is not SelectionKind.EMPTY
     partitioned = definition.partitioned and not discovers
+    keys = None if key_plan is None or not partitioned else key_plan.keys[definition.name]
     return TaskPlan(
         name=definition.name,
         deps=definition.deps,
         partitioned=partitioned,
-        attempt_count=selection.key_count if partitioned else 1,
+        attempt_count=(selection.key_count if keys is None else len(keys)) if partitioned else 1,
         group=group,
         definition=definition,
         discovers=discovers,
+        keys=None if keys is selection.keys else keys,
+        mapped=() if key_plan is None else key_plan.edges.get(definition.name, ()),
     )
 
 
@@ -257,10 +293,22 @@ def build_plan(
     planned_resources = _plan_resources(closure, resources or {})
     by_name = {definition.name: definition for definition in closure}
     check_materialization(by_name)
-    selection = select_partitions(closure, config, key_source, fields)
+    key_plan = None
+    if spans_domains(closure):
+        selected = check_domains(closure, targets)
+        chosen = set(map(id, selected))
+        selection = select_partitions(
+            tuple(d for d in closure if d.partition_def is None or id(d) in chosen), config, key_source, fields
+        )
+        key_plan = plan_mapped_keys(closure, selected, selection.keys, targets)
+    else:
+        check_edges(closure)
+        selection = select_partitions(closure, config, key_source, fields)
     groups = plan_groups(partition_groups, by_name)
     group_of = {name: index for index, group in enumerate(groups) for name in group.assets}
-    tasks = tuple(_task_plan(definition, selection, group_of.get(definition.name)) for definition in closure)
+    tasks = tuple(_task_plan(definition, selection, group_of.get(definition.name), key_plan) for definition in closure)
+    if key_plan is not None:
+        check_group_keys(groups, {task.name: task for task in tasks})
     max_concurrency = config.max_concurrency if config.max_concurrency is not None else default_max_concurrency
     return FlowPlan(
         targets=tuple(targets),

@@ -208,7 +208,7 @@ class RunResult:
 
     def _attempt(self, asset_name: str, partition_key: Any) -> AttemptResult:
         task = self.tasks[asset_name]
-        definition = self.plan.selection.definition
+        definition = self.plan.task(asset_name).definition.partition_def
         wanted = None
         if definition is not None and task.partitioned:
             try:

@@ -344,13 +344,16 @@ def run_header_of(result: LiveRun) -> RunHeader:
 
 def run_record(result: LiveRun, version: int = 1, *, record_partition_keys: bool = False) -> dict[str, Any]:
     """Project a live ``result`` into the portable record of the given version."""
-    definition = result.plan.selection.definition
-    key_text = definition.format_key if record_partition_keys and definition is not None else None
+    formats = {
+        task.name: task.definition.partition_def.format_key
+        for task in result.plan.tasks
+        if record_partition_keys and task.definition.partition_def is not None
+    }
     tasks = [
         TaskRecord(
             asset=task.asset_name,
             partitioned=task.partitioned,
-            attempts=tuple(attempt_record_of(attempt, key_text) for attempt in task.attempts),
+            attempts=tuple(attempt_record_of(attempt, formats.get(task.asset_name)) for attempt in task.attempts),
             skip_reason=None if task.reason is None else task.reason.value,
         )
         for task in result.tasks.values()

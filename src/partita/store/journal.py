@@ -148,18 +148,18 @@ class StoreJournal:
         #: Batches a periodic flush failed to write; the end writes them first.
         self._unwritten: list[ProgressBatch] = []
         self._run_id = ""
-        self._key_text: Any = None
         self._retries: dict[tuple[str, int], list[InvocationRecord]] = {}
         # Attempts written as running: their next row is an update.
         self._written: set[tuple[str, int]] = set()
         self._last_heartbeat = 0.0
 
+    def _key_text_of(self, asset_name: str) -> Any:
+        """How the run records this asset's keys as text (None: keys are not recorded)."""
+        return self._formats.get(asset_name) if self._record_keys else None
+
     def begin(self, run_id: str, plan: FlowPlan, started_at: dt.datetime) -> None:
         """Record the run's start; raises StoreError before any body runs."""
         self._run_id = run_id
-        definition = plan.selection.definition
-        if self._record_keys and definition is not None:
-            self._key_text = definition.format_key
         # Discovery events announce a producer's keys; it gets no unkeyed outlet event.
         self._producers = {task.name for task in plan.tasks if task.discovers}
         self._formats = {
@@ -250,7 +250,7 @@ class StoreJournal:
                 key = (attempt.asset_name, attempt.index)
                 if self._retries:
                     self._retries.pop(key, None)
-                record = attempt_record_of(attempt, self._key_text)
+                record = attempt_record_of(attempt, self._key_text_of(attempt.asset_name))
                 if attempt.status is AttemptStatus.SUCCESS and attempt.asset_name not in self._producers:
                     # The outlet event joins the transaction that records the success.
                     (update_outlets if key in written else fresh_outlets).append(self._outlet(attempt))
@@ -304,7 +304,8 @@ class StoreJournal:
             earlier.append(
                 InvocationRecord(event.invocation, None, None, False, event.failure.type, event.failure.message)
             )
-        key_text = self._key_text(event.partition_key) if self._key_text and event.partition_key_present else None
+        formatter = self._key_text_of(event.asset_name)
+        key_text = formatter(event.partition_key) if formatter and event.partition_key_present else None
         return AttemptRecord(
             asset=event.asset_name,
             index=event.index,
