@@ -5,23 +5,16 @@ this starts a private cluster (initdb in a temporary folder, a free port,
 its own socket directory) and stops it at the end of the session. Without
 PostgreSQL binaries the tests are skipped locally and fail under CI=true:
 CI must exercise the PostgreSQL store.
-
-Each PostgreSQL test gets a brand-new database. ``CREATE DATABASE`` costs
-about a third of a second and some 770 tests take one, so a background
-thread creates the next few while tests run; a test still gets a database
-no other test has touched.
 """
 
 from __future__ import annotations
 
 import glob
 import os
-import queue
 import shutil
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -111,80 +104,14 @@ def postgres_server_url() -> Iterator[str]:
         cluster.stop()
 
 
-class _SpareDatabases:
-    """Empty databases created ahead of need by one background thread, handed out once each.
-
-    The thread blocks while ``ahead`` databases wait, so it never runs far
-    ahead of the tests; a failure to create one is raised in the test that
-    asks for it.
-    """
-
-    def __init__(self, server_url: str, ahead: int = 3) -> None:
-        self.server_url = server_url
-        self._ready: queue.Queue[str] = queue.Queue(maxsize=ahead)
-        self._stopping = threading.Event()
-        self._failure: BaseException | None = None
-        self._thread = threading.Thread(target=self._fill, name="spare-postgres-databases", daemon=True)
-        self._thread.start()
-
-    def _fill(self) -> None:
-        import psycopg
-
-        try:
-            with psycopg.connect(self.server_url, autocommit=True) as connection:
-                while not self._stopping.is_set():
-                    name = f"partita_test_{uuid.uuid4().hex[:12]}"
-                    connection.execute(f'CREATE DATABASE "{name}"')
-                    while not self._stopping.is_set():
-                        try:
-                            self._ready.put(name, timeout=0.2)
-                            break
-                        except queue.Full:
-                            continue
-        except BaseException as error:  # raised in every test that asks from now on
-            self._failure = error
-
-    def take(self) -> str:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                return self._ready.get(timeout=0.1)
-            except queue.Empty:
-                if self._failure is not None:
-                    raise RuntimeError("creating a PostgreSQL test database failed") from self._failure
-                if time.monotonic() > deadline:
-                    raise RuntimeError("no PostgreSQL test database within 60 s") from None
-
-    def close(self) -> None:
-        """Stop the thread and drop the databases no test took."""
-        import psycopg
-
-        self._stopping.set()
-        self._thread.join(timeout=30)
-        with psycopg.connect(self.server_url, autocommit=True) as connection:
-            while True:
-                try:
-                    name = self._ready.get_nowait()
-                except queue.Empty:
-                    break
-                connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
-
-
-@pytest.fixture(scope="session")
-def _spare_databases(postgres_server_url: str) -> Iterator[_SpareDatabases]:
-    spares = _SpareDatabases(postgres_server_url)
-    try:
-        yield spares
-    finally:
-        spares.close()
-
-
 @pytest.fixture
-def postgres_url(postgres_server_url: str, _spare_databases: _SpareDatabases) -> Iterator[str]:
+def postgres_url(postgres_server_url: str) -> Iterator[str]:
     """A fresh, empty database on the test server, dropped afterwards."""
     import psycopg
 
-    name = _spare_databases.take()
+    name = f"partita_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server_url, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
     base = postgres_server_url.rsplit("/", 1)[0]
     try:
         yield f"{base}/{name}"
