@@ -307,24 +307,40 @@ def test_runs_cancel_wait_returns_once_the_run_recorded_cancelled(tmp_path: Path
 # -- bad inputs -----------------------------------------------------------------------------------------
 
 
-def _finished_run(tmp_path: Path, bodies: str, pipes: Pipes, url: str) -> str:
-    pipes.add("a")
-    pipes.release("a")  # the body reads its byte and succeeds
-    completed = _partita("run", f"{bodies}:flow", "--partition-key", "a", "--yes", "--store", url, cwd=tmp_path)
-    assert completed.returncode == 0, completed.stderr
-    [run] = _json("runs", "list", "--store", url, cwd=tmp_path)["runs"]
-    return str(run["run_id"])
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
+    """One run that succeeded, shared by the tests that only read it: ``(run_id, store url, folder)``.
+
+    A `partita run` child costs seconds; the tests below never write to its
+    store (cancelling a finished or unknown run records nothing), so one run
+    serves them all.
+    """
+    folder = tmp_path_factory.mktemp("finished")
+    opened = Pipes(folder / "pipes")
+    try:
+        path = folder / "bodies.py"
+        path.write_text(BODIES.format(pipes=str(opened.folder), keys=KEYS, grace=GRACE))
+        url = f"sqlite:///{folder}/history.db"
+        opened.add("a")
+        opened.release("a")  # the body reads its byte and succeeds
+        completed = _partita("run", f"{path}:flow", "--partition-key", "a", "--yes", "--store", url, cwd=folder)
+        assert completed.returncode == 0, completed.stderr
+        [run] = _json("runs", "list", "--store", url, cwd=folder)["runs"]
+        yield str(run["run_id"]), url, folder
+    finally:
+        opened.close()
 
 
-def test_cancelling_a_finished_run_exits_2_with_its_status(tmp_path: Path, pipes: Pipes, bodies: str):
-    url = f"sqlite:///{tmp_path}/history.db"
-    run_id = _finished_run(tmp_path, bodies, pipes, url)
+def test_cancelling_a_finished_run_exits_2_with_its_status(finished_run: tuple[str, str, Path]):
+    run_id, url, folder = finished_run
 
-    completed = _partita("runs", "cancel", run_id, "--store", url, cwd=tmp_path)
+    completed = _partita("runs", "cancel", run_id, "--store", url, cwd=folder)
 
     assert completed.returncode == 2
     assert f"run {run_id} already finished (success)" in completed.stderr
     assert "Traceback" not in completed.stderr and completed.stdout == ""
+    [run] = _json("runs", "list", "--store", url, cwd=folder)["runs"]  # the refusal recorded nothing
+    assert (run["run_id"], run["status"]) == (run_id, "success")
 
 
 @pytest.mark.parametrize(
@@ -333,18 +349,17 @@ def test_cancelling_a_finished_run_exits_2_with_its_status(tmp_path: Path, pipes
     ids=["unknown id", "too-short prefix", "unknown prefix"],
 )
 def test_an_unknown_run_or_a_too_short_prefix_exits_2_like_runs_show(
-    tmp_path: Path, pipes: Pipes, bodies: str, run_id: str, message: str
+    finished_run: tuple[str, str, Path], run_id: str, message: str
 ):
-    url = f"sqlite:///{tmp_path}/history.db"
-    _finished_run(tmp_path, bodies, pipes, url)
+    _, url, folder = finished_run
 
-    cancelled = _partita("runs", "cancel", run_id, "--store", url, cwd=tmp_path)
-    shown = _partita("runs", "show", run_id, "--store", url, cwd=tmp_path)
+    cancelled = _partita("runs", "cancel", run_id, "--store", url, cwd=folder)
+    shown = _partita("runs", "show", run_id, "--store", url, cwd=folder)
 
     assert cancelled.returncode == shown.returncode == 2
     assert message in cancelled.stderr
     assert cancelled.stderr == shown.stderr
-    error = _json("runs", "cancel", run_id, "--store", url, cwd=tmp_path, code=2)
+    error = _json("runs", "cancel", run_id, "--store", url, cwd=folder, code=2)
     assert error["schema"] == "partita.error" and error["error"]["type"] == "UnknownRunError"
 
 
