@@ -96,6 +96,14 @@ class PartitionMapper:
         """Why this mapper cannot pair the two definitions at all (None: it can); a plan checks it once per edge."""
         return None
 
+    def fitted(self, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[PartitionDef, PartitionDef]:
+        """Both definitions, or the ValueError `fit_error` names (for mappers whose every answer needs a fit)."""
+        problem = self.fit_error(upstream, downstream)
+        if problem is not None:
+            raise ValueError(problem)
+        assert upstream is not None and downstream is not None
+        return upstream, downstream
+
 
 def _canonical(definition: PartitionDef | None, text: str) -> str:
     """Round-trip text through a definition (raises ValueError when it rejects the key)."""
@@ -210,12 +218,12 @@ class RollupMapper(PartitionMapper):
     def downstream_keys(self, upstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[str, ...]:
         if upstream is None or downstream is None:
             raise ValueError("a roll-up maps between two time partition definitions")
-        # Hourly keys parse to aware datetimes in the definition's zone (or the roll-up's); dates stay dates.
-        moment = upstream.parse_key(upstream_key)
-        if self.zone is not None and isinstance(moment, dt.datetime):
-            moment = moment.astimezone(self.zone)
-        start, _ = window_of(self.period, moment, self.week_start)
+        start, _ = window_of(self.period, self._seen_in_zone(upstream.parse_key(upstream_key)), self.week_start)
         return (downstream.format_key(self._downstream_key(downstream, start)),)
+
+    def _seen_in_zone(self, moment: Any) -> Any:
+        """A parsed key as the windows see it: hours in the roll-up's zone when it has one; dates stay dates."""
+        return moment.astimezone(self.zone) if self.zone is not None and isinstance(moment, dt.datetime) else moment
 
     def _downstream_key(self, downstream: PartitionDef, start: dt.date | dt.datetime) -> Any:
         if isinstance(downstream, HourlyPartitionDef):
@@ -233,10 +241,7 @@ class RollupMapper(PartitionMapper):
     def requirement(self, downstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> Requirement:
         if upstream is None or downstream is None:
             raise ValueError("a roll-up maps between two time partition definitions")
-        moment = downstream.parse_key(downstream_key)
-        if self.zone is not None and isinstance(moment, dt.datetime):
-            moment = moment.astimezone(self.zone)
-        start, end = window_of(self.period, moment, self.week_start)
+        start, end = window_of(self.period, self._seen_in_zone(downstream.parse_key(downstream_key)), self.week_start)
         keys = candidates_in(upstream, start, end, self.zone)
         return Requirement(tuple(upstream.format_key(key) for key in keys), self.minimum, self.max_missing)
 
@@ -431,11 +436,9 @@ class DimensionMapper(PartitionMapper):
         return self._inner.fit_error(upstream.dimensions[self.dimension], downstream)
 
     def _upstream(self, upstream: PartitionDef | None, downstream: PartitionDef | None) -> MultiPartitionDef:
-        problem = self.fit_error(upstream, downstream)
-        if problem is not None:
-            raise ValueError(problem)
-        assert isinstance(upstream, MultiPartitionDef)
-        return upstream
+        up, _ = self.fitted(upstream, downstream)
+        assert isinstance(up, MultiPartitionDef)
+        return up
 
     def requirement(self, downstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> Requirement:
         up = self._upstream(upstream, downstream)

@@ -86,20 +86,13 @@ class OffsetMapper(PartitionMapper):
             return "an offset pairs two definitions of the same kind and settings (the same cadence)"
         return None
 
-    def _check(self, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[PartitionDef, PartitionDef]:
-        problem = self.fit_error(upstream, downstream)
-        if problem is not None:
-            raise ValueError(problem)
-        assert upstream is not None and downstream is not None
-        return upstream, downstream
-
     def requirement(self, downstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> Requirement:
-        up, down = self._check(upstream, downstream)
+        up, down = self.fitted(upstream, downstream)
         key = down.parse_key(downstream_key)
         return Requirement(_in_bounds(up, (_shifted(up, key, step) for step in range(self.start_offset, self.end_offset + 1))))
 
     def downstream_keys(self, upstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[str, ...]:
-        up, down = self._check(upstream, downstream)
+        up, down = self.fitted(upstream, downstream)
         key = up.parse_key(upstream_key)
         return _in_bounds(down, (_shifted(down, key, -step) for step in range(self.end_offset, self.start_offset - 1, -1)))
 
@@ -142,15 +135,8 @@ class FanOutMapper(PartitionMapper):
             return f"a fan-out's consumer keys must be finer than its upstream's, and {type(downstream).__name__} keys are not"
         return None
 
-    def _check(self, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[PartitionDef, PartitionDef]:
-        problem = self.fit_error(upstream, downstream)
-        if problem is not None:
-            raise ValueError(problem)
-        assert upstream is not None and downstream is not None
-        return upstream, downstream
-
     def requirement(self, downstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> Requirement:
-        up, down = self._check(upstream, downstream)
+        up, down = self.fitted(upstream, downstream)
         moment = down.parse_key(downstream_key)
         if isinstance(up, HourlyPartitionDef):
             moment = moment.astimezone(ZoneInfo(up.timezone)) if isinstance(moment, dt.datetime) else moment
@@ -158,6 +144,6 @@ class FanOutMapper(PartitionMapper):
         return Requirement(_in_bounds(up, (start,)))
 
     def downstream_keys(self, upstream_key: str, upstream: PartitionDef | None, downstream: PartitionDef | None) -> tuple[str, ...]:
-        up, down = self._check(upstream, downstream)
+        up, down = self.fitted(upstream, downstream)
         start, end = window_of(_PERIOD_OF[type(up)], up.parse_key(upstream_key), getattr(up, "weekday", 0))
         return tuple(down.format_key(key) for key in candidates_in(down, start, end))
