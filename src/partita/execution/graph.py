@@ -35,8 +35,11 @@ class MappedLink:
     """One mapped edge at run time: what each consumer key reads, and which consumer keys each upstream key feeds."""
 
     edge: MappedEdge
-    #: Per upstream key position: the consumer key positions that need it.
-    feeds: list[list[int]]
+    #: The consumer key positions each upstream key feeds, flat: those of upstream position p are
+    #: ``feed_keys[feed_offsets[p]:feed_offsets[p + 1]]``. Two lists of ints instead of a list per
+    #: upstream key, so a year of hours adds no objects for the garbage collector to walk.
+    feed_offsets: list[int]
+    feed_keys: list[int]
     #: Per consumer key position: upstream attempts that did not succeed (tolerated up to a limit).
     missing: list[int] | None
 
@@ -160,12 +163,21 @@ def _deps_with_self(definition: AssetDefinition, mapped: dict[str, MappedEdge]) 
 
 def _link(task: TaskState, upstream: TaskState, edge: MappedEdge, param: str | None) -> None:
     """A mapped edge: each consumer key waits on the upstream positions it needs."""
-    feeds: list[list[int]] = [[] for _ in range(upstream.size)]
+    offsets = [0] * (upstream.size + 1)
+    pending = task.pending
     for key_index, needs in enumerate(edge.needs):
-        task.pending[key_index] += len(needs)
+        pending[key_index] += len(needs)
         for position in needs:
-            feeds[position].append(key_index)
-    link = MappedLink(edge, feeds, None if edge.needed is None else [0] * task.size)
+            offsets[position + 1] += 1
+    for position in range(upstream.size):
+        offsets[position + 1] += offsets[position]
+    cursor = offsets[:-1]
+    feed_keys = [0] * offsets[-1]
+    for key_index, needs in enumerate(edge.needs):
+        for position in needs:
+            feed_keys[cursor[position]] = key_index
+            cursor[position] += 1
+    link = MappedLink(edge, offsets, feed_keys, None if edge.needed is None else [0] * task.size)
     if task.links is None:
         task.links = {}
     task.links[upstream] = link

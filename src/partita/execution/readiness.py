@@ -156,7 +156,9 @@ class Readiness:
                     self.decrement(consumer, consumer_key, blocker)
             elif edge is Edge.MAPPED:
                 link = consumer.links[task]  # type: ignore[index]
-                for consumer_key in link.feeds[key_index]:
+                feed_keys = link.feed_keys
+                for feed in range(link.feed_offsets[key_index], link.feed_offsets[key_index + 1]):
+                    consumer_key = feed_keys[feed]
                     self.decrement(consumer, consumer_key, blocker if blocker is None or link.blocks(consumer_key) else None)
             elif edge is not Edge.DISCOVERY:
                 self.decrement(consumer, 0, blocker)
