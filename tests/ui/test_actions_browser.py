@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions
@@ -46,11 +46,25 @@ def _log_in(browser: WebDriver, base: str, then: str) -> None:
 
 
 def _wait_for_text(browser: WebDriver, css: str, text: str) -> None:
-    """Wait until the element shows ``text``; the page reloads meanwhile, so a stale element is looked up again."""
+    """Wait until the element shows ``text``; the page reloads meanwhile, so a stale element is looked up again.
+
+    An htmx swap can also replace the node between finding it and reading
+    its text, which chromium reports as a node that no longer belongs to
+    the document: that too is looked up again.
+    """
+
+    def shows_text(driver: WebDriver) -> bool:
+        try:
+            return bool(driver.find_element(By.CSS_SELECTOR, css).text == text)
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc):
+                return False
+            raise
+
     wait = WebDriverWait(
         browser, WAIT_SECONDS, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
     )
-    wait.until(lambda driver: driver.find_element(By.CSS_SELECTOR, css).text == text)
+    wait.until(shows_text)
 
 
 def _run_status(base: str, run_id: str) -> str:

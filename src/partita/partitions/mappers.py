@@ -37,6 +37,7 @@ from partita.partitions.time import (
 )
 
 __all__ = [
+    "CADENCE",
     "AllowedKeysMapper",
     "DimensionMapper",
     "FixedKeyMapper",
@@ -202,7 +203,7 @@ class RollupMapper(PartitionMapper):
         return f"RollupMapper({self.period!r}{extra})"
 
     def fit_error(self, upstream: PartitionDef | None, downstream: PartitionDef | None) -> str | None:
-        up, down = _CADENCE.get(type(upstream)), _CADENCE.get(type(downstream))  # type: ignore[arg-type]
+        up, down = CADENCE.get(type(upstream)), CADENCE.get(type(downstream))  # type: ignore[arg-type]
         period = _PERIODS.index(self.period) + 1
         if up is not None and up > period:
             return (
@@ -247,7 +248,7 @@ class RollupMapper(PartitionMapper):
 
 
 #: How coarse each time definition's keys are (the roll-up periods count from 1 in the same order).
-_CADENCE = {HourlyPartitionDef: 1, DatePartitionDef: 2, WeeklyPartitionDef: 3, MonthlyPartitionDef: 4}
+CADENCE = {HourlyPartitionDef: 1, DatePartitionDef: 2, WeeklyPartitionDef: 3, MonthlyPartitionDef: 4}
 
 
 def candidates_in(definition: PartitionDef, start: Any, end: Any, zone: Any = None) -> tuple[Any, ...]:

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 from partita.errors import DefinitionError
 from partita.partitions.base import PartitionDef
-from partita.partitions.mappers import PartitionMapper, Requirement, candidates_in, window_of
+from partita.partitions.mappers import CADENCE, PartitionMapper, Requirement, candidates_in, window_of
 from partita.partitions.time import DatePartitionDef, HourlyPartitionDef, MonthlyPartitionDef, WeeklyPartitionDef
 
 __all__ = ["FanOutMapper", "OffsetMapper"]
@@ -109,7 +109,6 @@ def _in_bounds(definition: PartitionDef, candidates: Any) -> tuple[str, ...]:
 
 #: The window one key of each coarser definition covers.
 _PERIOD_OF = {DatePartitionDef: "day", WeeklyPartitionDef: "week", MonthlyPartitionDef: "month", HourlyPartitionDef: "hour"}
-_CADENCE = {HourlyPartitionDef: 1, DatePartitionDef: 2, WeeklyPartitionDef: 3, MonthlyPartitionDef: 4}
 
 
 class FanOutMapper(PartitionMapper):
@@ -127,8 +126,8 @@ class FanOutMapper(PartitionMapper):
         return "FanOutMapper()"
 
     def fit_error(self, upstream: PartitionDef | None, downstream: PartitionDef | None) -> str | None:
-        up = _CADENCE.get(type(upstream))  # type: ignore[arg-type]
-        down = _CADENCE.get(type(downstream))  # type: ignore[arg-type]
+        up = CADENCE.get(type(upstream))  # type: ignore[arg-type]
+        down = CADENCE.get(type(downstream))  # type: ignore[arg-type]
         if up is None or (down is None and type(downstream).__name__ != "CronPartitionDef"):
             return "a fan-out maps a daily, weekly, monthly or hourly upstream to finer time keys"
         if down is not None and down >= up:

@@ -277,6 +277,7 @@ def _check_acyclic(definition: AssetDefinition, mapper: PartitionMapper, needs: 
 def identity_edges(closure: Sequence[AssetDefinition], plan: KeyPlan) -> dict[str, list[MappedEdge]]:
     """Unmapped same-domain edges whose two sides plan different keys: key k reads the upstream's key k."""
     found: dict[str, list[MappedEdge]] = {}
+    by_name = {definition.name: definition for definition in closure}
     for definition in closure:
         if definition.partition_def is None:
             continue
@@ -287,7 +288,7 @@ def identity_edges(closure: Sequence[AssetDefinition], plan: KeyPlan) -> dict[st
             theirs = plan.keys[dep]
             if theirs is own:
                 continue
-            upstream_def = next(other for other in closure if other.name == dep).partition_def
+            upstream_def = by_name[dep].partition_def
             assert upstream_def is not None
             position = {_identity(upstream_def, key): index for index, key in enumerate(theirs)}
             needs = tuple((position[_identity(upstream_def, key)],) for key in own)
