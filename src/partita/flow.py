@@ -307,10 +307,11 @@ class Flow:
         plan: FlowPlan,
         observers: Sequence[ExecutionObserver],
         store: Store | None,
-        triggering_events: Sequence[AssetEvent] = (),
+        triggering_events: Sequence[AssetEvent] | Mapping[str, Sequence[AssetEvent]] = (),
         launched_by: LaunchKind = LaunchKind.PYTHON,
     ) -> RunOptions:
         from partita.execution.attempt_logs import LogListener, RunLogs
+        from partita.execution.context import TriggeringEvents
         from partita.execution.engine import RunOptions
         from partita.execution.executors import resolve_executor
         from partita.store.events import StoreEventLog
@@ -347,7 +348,7 @@ class Flow:
             on_failure=self.on_failure,
             on_complete=self.on_complete,
             cancel_grace_seconds=self.cancel_grace_seconds,
-            triggering_events=tuple(triggering_events),
+            triggering_events=TriggeringEvents.of(triggering_events),
             cancellation=cancellation,
             logs=logs,
         )
@@ -368,7 +369,7 @@ class Flow:
         *,
         observers: Sequence[ExecutionObserver] = (),
         run_id: str | None = None,
-        triggering_events: Sequence[AssetEvent] = (),
+        triggering_events: Sequence[AssetEvent] | Mapping[str, Sequence[AssetEvent]] = (),
         launched_by: LaunchKind = LaunchKind.PYTHON,
     ) -> RunResult:
         """Plan (or take an approved plan) and execute it to completion.

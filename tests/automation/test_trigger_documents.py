@@ -106,7 +106,7 @@ def test_batch_validation_documents_match_their_schemas(url: str):
     (flow,) = _pending(BATCH_VALIDATION, url)["flows"]
     assert flow == {
         "flow": "validate_batches",
-        "trigger": {"kind": "asset_events", "assets": ["arrived_batch"], "mapper": "IdentityMapper"},
+        "trigger": {"kind": "asset_events", "assets": ["arrived_batch"], "mapper": "IdentityMapper", "max_keys_per_run": 1},
         "paused": False,
         "would_start": ["41", "42"],
         "waiting": [],
@@ -149,7 +149,8 @@ def test_a_waiting_rollup_day_matches_the_pending_schema(url: str):
     )
     assert result.exit_code == 0, result.output
     (flow,) = _pending(HOURLY_ROLLUP, url)["flows"]
-    assert flow["trigger"] == {"kind": "asset_events", "assets": ["meter_readings"], "mapper": "RollupMapper('day')"}
+    assert flow["trigger"] == {"kind": "asset_events", "assets": ["meter_readings"], "mapper": "RollupMapper('day')",
+                               "max_keys_per_run": 1}
     assert (flow["would_start"], flow["waiting"]) == ([], ["2026-10-25"])
     assert _trigger_once(HOURLY_ROLLUP, url) == 0
     assert _pending(HOURLY_ROLLUP, url)["flows"][0]["waiting"] == ["2026-10-25"]

@@ -60,6 +60,7 @@ def test_declarations_describe_themselves() -> None:
         "timezone": "Europe/Berlin",
         "start": cron.start.isoformat(),
         "catchup": "all",
+        "max_keys_per_run": 1,
     }
 
 

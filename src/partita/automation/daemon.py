@@ -289,31 +289,37 @@ class TriggerDaemon:
 
     def _start_due(self, evaluator: TriggerEvaluator) -> bool:
         """Claim and start ``evaluator``'s due requests while slots are free; True when the slots are full."""
-        for request in evaluator.due_requests(limit=4 * self.max_in_flight):
+        for batch in evaluator.due_runs(4 * self.max_in_flight):
             if self._stop.is_set():
                 return False
             self._in_flight = {future for future in self._in_flight if not future.done()}
             if len(self._in_flight) >= self.max_in_flight:
                 return True
-            claimed = evaluator.claim(request)
+            claimed = evaluator.claim_run(batch)
             if claimed is None:
                 continue
             self._claims += 1
             log.info(
                 "starting consumer run",
-                extra={"flow": evaluator.flow.name, "request": claimed.id, "run_id": claimed.run_id},
-            )
+                extra={
+                    "flow": evaluator.flow.name, "request": claimed[0].id, "run_id": claimed[0].run_id,
+                    "keys": len(claimed),
+                },
+            )  # fmt: skip
             future = self._pool.submit(_run_consumer, evaluator, claimed)
             future.add_done_callback(functools.partial(self._slot_freed, evaluator.flow.name))
             self._in_flight.add(future)
         return False
 
 
-def _run_consumer(evaluator: TriggerEvaluator, request: TriggerRequest) -> RunResult | None:
-    """Run a claimed request's consumer run and log its outcome: one line per run end."""
-    fields: dict[str, Any] = {"flow": evaluator.flow.name, "request": request.id, "run_id": request.run_id}
+def _run_consumer(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]) -> RunResult | None:
+    """Run claimed requests' consumer run and log its outcome: one line per run end."""
+    lead = claimed[0]
+    fields: dict[str, Any] = {
+        "flow": evaluator.flow.name, "request": lead.id, "run_id": lead.run_id, "keys": len(claimed),
+    }  # fmt: skip
     try:
-        result = run_request(evaluator, request)
+        result = run_request(evaluator, claimed)
     except BaseException:
         log.exception("consumer run did not start: an unexpected error", extra=fields)
         raise

@@ -13,17 +13,17 @@ import datetime as dt
 import logging
 import time
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from partita.automation.consumer_runs import run_request
 from partita.automation.schedules import scheduled_key
 from partita.automation.triggers import CronPartitions, OnAssetEvents
-from partita.definitions.launch import LaunchKind
-from partita.errors import PartitaError, PlanningError, StoreError
+from partita.errors import PartitaError, PlanningError
 from partita.flow import Flow
 from partita.partitions.mappers import Requirement
-from partita.results.model import RunResult
 from partita.store.sql import SqlStore
 from partita.store.triggers import TriggerRequest, TriggerStore
 
@@ -230,13 +230,26 @@ class TriggerEvaluator:
         if record and now - self._last_stale_check < STALE_CLAIM_SECONDS / 4:
             return pending
         recovered: list[TriggerRequest] = []
-        for claimed in self.triggers.requests(self.flow.name, ("claimed",)):
-            due = self._recover(claimed, now, record)
-            if due is not None:
-                recovered.append(due)
+        for batch in _by_run(self.triggers.requests(self.flow.name, ("claimed",))):
+            due = self._recover(batch[0], now, record)
+            if due is not None:  # a batch is taken over or followed up whole
+                recovered.extend(replace(member, interrupted=due.interrupted) for member in batch)
         if record and not recovered:  # with some found, look again next pass: full slots may leave them unclaimed
             self._last_stale_check = now
         return recovered + pending  # the oldest work first
+
+    def due_runs(self, runs: int) -> list[list[TriggerRequest]]:
+        """Due requests as the consumer runs to start, at most ``runs``, each a batch to claim together.
+
+        A recovered claim keeps its batch; pending requests are grouped up to
+        the trigger's ``max_keys_per_run``, oldest first.
+        """
+        size = self.flow.trigger.max_keys_per_run  # type: ignore[union-attr]
+        due = self.due_requests(limit=runs * size)
+        batches = list(_by_run([request for request in due if request.status == "claimed"]))
+        pending = [request for request in due if request.status != "claimed"]
+        batches.extend(pending[start : start + size] for start in range(0, len(pending), size))
+        return batches[:runs]
 
     def _recover(self, claimed: TriggerRequest, now: float, record: bool) -> TriggerRequest | None:
         """What a claimed request needs: a takeover, a follow-up run, nothing, or to be closed."""
@@ -248,7 +261,7 @@ class TriggerEvaluator:
             return None
         if status != "interrupted" or self._completed(claimed.run_id):
             if record:  # the run's work is done, but its daemon stopped before finishing the request
-                self.triggers.finish(claimed.id, now)
+                self.triggers.finish_run(claimed.flow, claimed.run_id, now)
             return None
         allowed = self.flow.trigger.rerun_interrupted  # type: ignore[union-attr]
         if claimed.tries > allowed:
@@ -269,35 +282,53 @@ class TriggerEvaluator:
 
         A follow-up of an interrupted run gets a run id of its own; a takeover
         of a stale claim keeps the claimed run id, so that run starts once.
+        A request of a claimed batch takes the whole batch with it.
         """
-        fresh = request.run_id is None or request.interrupted
-        run_id = uuid.uuid4().hex if fresh else request.run_id
+        claimed = self.claim_run([request])
+        return None if claimed is None else claimed[0]
+
+    def claim_run(self, requests: Sequence[TriggerRequest]) -> list[TriggerRequest] | None:
+        """Claim the requests one consumer run serves: pending ones under a new run id, or a recovered claim.
+
+        Pending requests another daemon won meanwhile are left out; None when
+        none is left. A recovered claim (``requests[0]`` is claimed) is taken
+        over or followed up with every request claimed under its run id.
+        """
+        lead = requests[0]
+        if lead.status == "pending":
+            run_id, now = uuid.uuid4().hex, time.time()
+            won = set(self.triggers.claim_pending(requests, run_id, now))
+            claimed = [
+                replace(request, status="claimed", run_id=run_id, claimed_at=now, tries=request.tries + 1)
+                for request in requests
+                if request.id in won
+            ]
+            return claimed or None
+        fresh = lead.interrupted
+        run_id = uuid.uuid4().hex if fresh else lead.run_id
         assert run_id is not None
         # The returned claim carries the claimed_at the store recorded (a takeover matches on it).
         now = time.time()
-        if request.interrupted:
-            won = self.triggers.follow_up(request, run_id, now)
-        else:
-            won = self.triggers.claim(request, run_id, now)
+        won = self.triggers.follow_up(lead, run_id, now) if fresh else self.triggers.claim(lead, run_id, now)
         if not won:
             return None  # another daemon took it
-        if request.interrupted:
+        if fresh:
             log.warning(
                 "flow %s: consumer run %s was interrupted; starting run %s (try %d)",
-                self.flow.name, request.run_id, run_id, request.tries + 1,
+                self.flow.name, lead.run_id, run_id, lead.tries + 1,
             )  # fmt: skip
-        return replace(
-            request, status="claimed", run_id=run_id, claimed_at=now, interrupted=False,
-            tries=request.tries + (1 if fresh else 0),
-        )  # fmt: skip
+        members = self.triggers.claimed_under(self.flow.name, run_id)
+        return [replace(member, claimed_at=now, interrupted=False) for member in members] or None
 
     def finish(self, request: TriggerRequest) -> None:
-        self.triggers.finish(request.id, time.time())
+        """Finish the request and every request claimed under its run id."""
+        assert request.run_id is not None
+        self.triggers.finish_run(self.flow.name, request.run_id, time.time())
 
-    def abandon(self, request: TriggerRequest, error: str) -> None:
-        """The request can never run (its plan is refused): close it, visibly."""
+    def abandon(self, request: TriggerRequest, error: str, *, alone: bool = False) -> None:
+        """The request can never run (its plan is refused): close it, visibly (alone: not its batch)."""
         log.error("flow %s: consumer request %s cannot run and is abandoned: %s", self.flow.name, request.id, error)
-        self.triggers.abandon(request, error, time.time())
+        self.triggers.abandon(request, error, time.time(), alone=alone)
 
     def start_failed(self, request: TriggerRequest, error: Exception) -> None:
         """The store refused the run's start: give the request back, to be tried again after a backoff.
@@ -324,33 +355,9 @@ class TriggerEvaluator:
             )  # fmt: skip
 
 
-def run_request(evaluator: TriggerEvaluator, request: TriggerRequest) -> RunResult | None:
-    """Start the consumer run of a claimed request with its triggering events; None when it did not start.
-
-    The run id was fixed when the request was claimed: if another daemon
-    already started that run, the store refuses the second start. A start
-    the store refuses (locked, connection lost) leaves the request pending,
-    to be retried; a plan that is refused abandons it.
-    """
-    flow = evaluator.flow.with_store(evaluator.store, record_partition_keys=evaluator.flow.record_partition_keys)
-    config: dict[str, Any] = {}
-    if evaluator.consumer_def is not None:
-        config["partition_keys"] = [request.partition_key]
-    try:
-        plan = flow.plan_from_text(config)
-    except PartitaError as exc:
-        evaluator.abandon(request, str(exc))
-        return None
-    try:
-        events = evaluator.store.list_events_by_ids(request.event_ids) if request.event_ids else []
-        launched_by = LaunchKind.SCHEDULE if isinstance(flow.trigger, CronPartitions) else LaunchKind.TRIGGER
-        outcome = flow.run(plan, run_id=request.run_id, triggering_events=events, launched_by=launched_by)
-    except StoreError as exc:
-        evaluator.start_failed(request, exc)
-        return None
-    except PartitaError as exc:
-        log.error("flow %s: a consumer run could not run: %s", evaluator.flow.name, exc)
-        evaluator.abandon(request, str(exc))
-        return None
-    evaluator.finish(request)
-    return outcome
+def _by_run(claimed: Sequence[TriggerRequest]) -> Iterator[list[TriggerRequest]]:
+    """Claimed requests grouped by run id (a batch shares one), each group in creation order, oldest first."""
+    groups: dict[str | None, list[TriggerRequest]] = {}
+    for request in claimed:
+        groups.setdefault(request.run_id, []).append(request)
+    yield from groups.values()

@@ -14,7 +14,10 @@
 
 Both take ``rerun_interrupted`` (default 2): how many follow-up runs a
 request gets when its consumer run is cut short by a crash, so that every
-satisfied trigger ends in a finished run unless the crashes persist.
+satisfied trigger ends in a finished run unless the crashes persist, and
+``max_keys_per_run`` (default 1): how many due consumer keys one run may
+serve as its attempts, like a single-run backfill. Each key still has its
+own request, started exactly once, with its own triggering events.
 """
 
 from __future__ import annotations
@@ -52,9 +55,16 @@ class OnAssetEvents:
     assets: tuple[str, ...]
     mapper: PartitionMapper = field(default_factory=IdentityMapper)
     rerun_interrupted: int = DEFAULT_RERUN_INTERRUPTED
+    #: Due consumer keys one run serves at most (1: a run per key).
+    max_keys_per_run: int = 1
 
     def __init__(
-        self, assets: Any, mapper: PartitionMapper | None = None, *, rerun_interrupted: int = DEFAULT_RERUN_INTERRUPTED
+        self,
+        assets: Any,
+        mapper: PartitionMapper | None = None,
+        *,
+        rerun_interrupted: int = DEFAULT_RERUN_INTERRUPTED,
+        max_keys_per_run: int | None = None,
     ) -> None:
         if isinstance(assets, str) or callable(assets):
             assets = [assets]
@@ -66,9 +76,23 @@ class OnAssetEvents:
         object.__setattr__(self, "assets", names)
         object.__setattr__(self, "mapper", mapper or IdentityMapper())
         object.__setattr__(self, "rerun_interrupted", _rerun_interrupted(rerun_interrupted, "OnAssetEvents"))
+        object.__setattr__(self, "max_keys_per_run", _max_keys_per_run(max_keys_per_run, "OnAssetEvents"))
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "asset_events", "assets": list(self.assets), "mapper": self.mapper.describe()}
+        return {
+            "kind": "asset_events",
+            "assets": list(self.assets),
+            "mapper": self.mapper.describe(),
+            "max_keys_per_run": self.max_keys_per_run,
+        }
+
+
+def _max_keys_per_run(value: Any, owner: str) -> int:
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise DefinitionError(f"{owner} max_keys_per_run must be a whole number of consumer keys, 1 or more")
+    return value
 
 
 def _catchup(value: Any) -> str | int:
@@ -91,6 +115,8 @@ class CronPartitions:
     rerun_interrupted: int = DEFAULT_RERUN_INTERRUPTED
     #: ``"all"``, ``"latest"``, or at most this many of the latest missed ticks.
     catchup: str | int = CATCHUP_ALL
+    #: Due partitions one run serves at most (1: a run per partition), as when catching up missed ticks.
+    max_keys_per_run: int = 1
 
     def __init__(
         self,
@@ -100,6 +126,7 @@ class CronPartitions:
         timezone: str = "UTC",
         rerun_interrupted: int = DEFAULT_RERUN_INTERRUPTED,
         catchup: str | int = CATCHUP_ALL,
+        max_keys_per_run: int | None = None,
     ) -> None:
         if not is_five_field_cron(cron):
             raise DefinitionError("CronPartitions cron is not a valid cron expression (five fields, e.g. '0 * * * *')")
@@ -127,6 +154,7 @@ class CronPartitions:
         object.__setattr__(self, "start", start)
         object.__setattr__(self, "rerun_interrupted", _rerun_interrupted(rerun_interrupted, "CronPartitions"))
         object.__setattr__(self, "catchup", _catchup(catchup))
+        object.__setattr__(self, "max_keys_per_run", _max_keys_per_run(max_keys_per_run, "CronPartitions"))
 
     @property
     def catchup_limit(self) -> int | None:
@@ -153,6 +181,7 @@ class CronPartitions:
             "timezone": self.timezone,
             "start": self.start.isoformat(),
             "catchup": self.catchup,
+            "max_keys_per_run": self.max_keys_per_run,
         }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,33 @@ if TYPE_CHECKING:
     from partita.execution.discovery import DiscoveryCollector
     from partita.results.model import RunResult
 
-__all__ = ["AssetContext", "CallbackContext"]
+__all__ = ["AssetContext", "CallbackContext", "TriggeringEvents"]
+
+
+@dataclass(frozen=True, slots=True)
+class TriggeringEvents:
+    """The events that made a trigger start a run: all of them, and for a batch run each consumer key's own.
+
+    An attempt of a batch's consumer key sees that key's events; any other
+    attempt (an unpartitioned asset, or keys of another domain) sees all.
+    """
+
+    every: tuple[Any, ...] = ()
+    by_key: Mapping[str, tuple[Any, ...]] | None = None
+
+    @classmethod
+    def of(cls, events: Any) -> TriggeringEvents:
+        """From a sequence of events, or a mapping from consumer key text to its events."""
+        if not isinstance(events, Mapping):
+            return cls(tuple(events))
+        by_key = {str(key): tuple(found) for key, found in events.items()}
+        unique = {event.id: event for found in by_key.values() for event in found}
+        return cls(tuple(unique[event_id] for event_id in sorted(unique)), by_key)
+
+    def for_key(self, partition_def: Any, key: Any) -> tuple[Any, ...]:
+        if self.by_key is None or partition_def is None:
+            return self.every
+        return self.by_key.get(partition_def.format_key(key), self.every)
 
 
 class AssetContext:
@@ -27,7 +54,8 @@ class AssetContext:
     producer of a runtime domain declares its keys with `add_partition` or
     one ``partition_keys = [...]`` assignment, validated whole before any key
     of it is declared. In a run a trigger started,
-    ``triggering_events`` holds the asset events that started it.
+    ``triggering_events`` holds the asset events that started it (in a run
+    serving a batch of consumer keys, the events of this attempt's key).
     """
 
     __slots__ = (

@@ -31,7 +31,7 @@ from partita.execution.attempt_logs import RunLogs
 from partita.execution.callbacks import AssetCallbacks, CallbackRunner, run_flow_callbacks
 from partita.execution.cancellation import DEFAULT_CANCEL_GRACE_SECONDS, RunCancellation
 from partita.execution.clock import Clock, SystemClock
-from partita.execution.context import CallbackContext
+from partita.execution.context import CallbackContext, TriggeringEvents
 from partita.execution.dispatch import Dispatcher
 from partita.execution.events import ExecutionObserver, ObserverFanout, RunFinished, RunStarted
 from partita.execution.executors import Executor, InProcessExecutor
@@ -72,7 +72,7 @@ class RunOptions:
     event_log: EventLog | None = None
     store_url: str | None = None
     #: Events that made a trigger start this run (`AssetContext.triggering_events`).
-    triggering_events: tuple[Any, ...] = ()
+    triggering_events: TriggeringEvents = TriggeringEvents()
     #: A handle through which another thread may cancel the run (the store's journal, on request).
     cancellation: RunCancellation | None = None
     #: Where the attempts' log records (and captured output) are kept; None keeps nothing.

@@ -19,7 +19,7 @@ from partita.definitions.definition import AssetDefinition
 from partita.events.emission import Emitter, EventLog, LazyEmitter, RunLiveness, activate
 from partita.events.model import EmissionReceipt, SourceKind
 from partita.execution.attempt_logs import RunLogs
-from partita.execution.context import AssetContext
+from partita.execution.context import AssetContext, TriggeringEvents
 from partita.execution.discovery import DiscoveryCollector, FanOut, run_discovering_body, run_discovering_body_async
 from partita.execution.dispatch import Dispatcher
 from partita.execution.events import AttemptStarted, ObserverFanout
@@ -145,7 +145,7 @@ class Invoker:
         observers: ObserverFanout,
         fan_out: FanOut | None,
         retry_history: Mapping[Token, list[Invocation]],
-        triggering_events: tuple[Any, ...],
+        triggering_events: TriggeringEvents,
         logs: RunLogs | None,
         succeeded: Outcome,
         failed: Outcome,
@@ -236,7 +236,7 @@ class Invoker:
             logger=task.logger,
             emitter=emitter,
             discovery=discovery,
-            triggering_events=self._triggering_events,
+            triggering_events=self._triggering_events.for_key(task.definition.partition_def, task.keys[key_index]),
         )
 
     async def _run_async(

@@ -5,6 +5,11 @@ conditional update only one daemon wins; the run id of each try is fixed at
 claim time and recorded with how the run was launched, so a run starts once.
 A start the store refused gives the claim back with a backoff; a run cut
 short by a crash gets a follow-up try, claimed the same way.
+
+Several pending requests may be claimed under one run id (a batch: one run
+serving many consumer keys). Every verb on a claim therefore acts on all the
+requests claimed under its run id, so a batch is taken over, followed up,
+given back, finished or abandoned whole; a single request is a batch of one.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from partita.store.schema import trigger_requests, trigger_runs
 from partita.store.sql import SqlStore
 
 __all__ = ["TriggerLaunch", "TriggerRequest", "TriggerRequests"]
+
+#: Requests claimed per statement (a batch may be larger; its statements share one transaction).
+_CLAIM_CHUNK = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,32 +119,64 @@ class TriggerRequests:
         """Take a pending request (or a stale claim) for this daemon; only one claimant wins.
 
         A first claim fixes the run id of the request's next try and records
-        how that run is launched; a takeover of a stale claim keeps both, so
-        the same run can never start twice.
+        how that run is launched; a takeover of a stale claim keeps both (for
+        every request claimed under that run id), so the same run can never
+        start twice.
         """
         if request.status == "pending":
-            condition, params = "status = 'pending'", (now, run_id, request.id)
-            assignments = "status = 'claimed', claimed_at = ?, run_id = ?, tries = tries + 1"
-        else:
-            condition, params = "status = 'claimed' AND claimed_at = ?", (now, request.id, request.claimed_at)
-            assignments = "status = 'claimed', claimed_at = ?"
-        statement = f"UPDATE {trigger_requests.name} SET {assignments} WHERE id = ? AND {condition}"
+            return bool(self.claim_pending([request], run_id, now))
+        statement = (
+            f"UPDATE {trigger_requests.name} SET claimed_at = ? "
+            "WHERE flow = ? AND status = 'claimed' AND run_id = ? AND claimed_at = ?"
+        )
+        params = (now, request.flow, request.run_id, request.claimed_at)
         with self._failures("claim a trigger request"), self._database.write() as connection:
-            won = connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount == 1
-            if won and request.status == "pending":
-                self._launched(connection, request, run_id, request.tries + 1, None, now)
-            return bool(won)
+            return bool(connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount > 0)
+
+    def claim_pending(self, requests: Sequence[TriggerRequest], run_id: str, now: float) -> list[int]:
+        """Claim those of ``requests`` still pending under one run id, in one transaction; the ids won.
+
+        Another daemon may win some of them meanwhile: the run serves the
+        requests this returns, and none when it returns nothing.
+        """
+        if not requests:
+            return []
+        won: list[int] = []
+        with self._failures("claim trigger requests"), self._database.write() as connection:
+            for start in range(0, len(requests), _CLAIM_CHUNK):  # bound the statement's parameters
+                chunk = requests[start : start + _CLAIM_CHUNK]
+                statement = (
+                    f"UPDATE {trigger_requests.name} SET status = 'claimed', claimed_at = ?, run_id = ?, "
+                    f"tries = tries + 1 WHERE id IN ({', '.join('?' * len(chunk))}) AND status = 'pending' RETURNING id"
+                )
+                params = (now, run_id, *(request.id for request in chunk))
+                result = connection.exec_driver_sql(self._database.driver_sql(statement), params)
+                won.extend(int(row[0]) for row in result)
+            won.sort()
+            if won:
+                first = next(request for request in requests if request.id == won[0])
+                self._launched(connection, first, run_id, first.tries + 1, None, now)
+        return won
+
+    def claimed_under(self, flow: str, run_id: str) -> list[TriggerRequest]:
+        """The requests of ``flow`` claimed under ``run_id`` (a batch, or one request), in creation order."""
+        query = (
+            f"SELECT * FROM {trigger_requests.name} WHERE flow = ? AND status = 'claimed' AND run_id = ? ORDER BY id"
+        )
+        params = (flow, run_id)
+        with self._failures("read claimed trigger requests"), self._database.connect() as connection:
+            return [_request(row) for row in connection.exec_driver_sql(self._database.driver_sql(query), params)]
 
     def follow_up(self, request: TriggerRequest, run_id: str, now: float) -> bool:
         """Claim the next try of a request whose run was interrupted; only one claimant wins."""
         statement = (
             f"UPDATE {trigger_requests.name} SET run_id = ?, claimed_at = ?, tries = tries + 1 "
-            "WHERE id = ? AND status = 'claimed' AND run_id = ?"
+            "WHERE flow = ? AND status = 'claimed' AND run_id = ?"
         )
         with self._failures("claim a follow-up run"), self._database.write() as connection:
             won = connection.exec_driver_sql(
-                self._database.driver_sql(statement), (run_id, now, request.id, request.run_id)
-            ).rowcount == 1
+                self._database.driver_sql(statement), (run_id, now, request.flow, request.run_id)
+            ).rowcount > 0
             if won:
                 self._launched(connection, request, run_id, request.tries + 1, request.run_id, now)
             return bool(won)
@@ -162,16 +202,25 @@ class TriggerRequests:
         statement = (
             f"UPDATE {trigger_requests.name} SET status = 'pending', run_id = NULL, claimed_at = NULL, "
             "tries = tries - 1, start_failures = start_failures + 1, not_before = ?, last_error = ? "
-            "WHERE id = ? AND status = 'claimed' AND run_id = ? AND claimed_at = ?"
+            "WHERE flow = ? AND status = 'claimed' AND run_id = ? AND claimed_at = ?"
         )
-        params = (not_before, error, request.id, request.run_id, request.claimed_at)
+        params = (not_before, error, request.flow, request.run_id, request.claimed_at)
         with self._failures("release a trigger request"), self._database.write() as connection:
-            released = connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount == 1
+            released = connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount > 0
             if released:
                 connection.exec_driver_sql(
                     self._database.driver_sql(f"DELETE FROM {trigger_runs.name} WHERE run_id = ?"), (request.run_id,)
                 )
             return bool(released)
+
+    def finish_run(self, flow: str, run_id: str, now: float) -> None:
+        """Finish every request of ``flow`` claimed under ``run_id``: its run ran."""
+        statement = (
+            f"UPDATE {trigger_requests.name} SET status = 'finished', finished_at = ?, start_failures = 0, "
+            "not_before = NULL WHERE flow = ? AND status = 'claimed' AND run_id = ?"
+        )
+        with self._failures("finish trigger requests"), self._database.write() as connection:
+            connection.exec_driver_sql(self._database.driver_sql(statement), (now, flow, run_id))
 
     def finish(self, request_id: int, now: float) -> None:
         statement = (
@@ -181,15 +230,21 @@ class TriggerRequests:
         with self._failures("finish a trigger request"), self._database.write() as connection:
             connection.exec_driver_sql(self._database.driver_sql(statement), (now, request_id))
 
-    def abandon(self, request: TriggerRequest, error: str, now: float) -> bool:
-        """End a claimed request that will not run: its start was refused for good, or its tries are used up."""
+    def abandon(self, request: TriggerRequest, error: str, now: float, *, alone: bool = False) -> bool:
+        """End a claim that will not run: its start was refused for good, or its tries are used up.
+
+        Every request claimed under the run id ends, unless ``alone``: then
+        only ``request`` does (one key of a batch whose plan refuses it).
+        """
         statement = (
             f"UPDATE {trigger_requests.name} SET status = 'abandoned', finished_at = ?, last_error = ? "
-            "WHERE id = ? AND status = 'claimed' AND run_id = ?"
+            "WHERE flow = ? AND status = 'claimed' AND run_id = ?"
         )
-        params = (now, error, request.id, request.run_id)
+        params: tuple[Any, ...] = (now, error, request.flow, request.run_id)
+        if alone:
+            statement, params = statement + " AND id = ?", (*params, request.id)
         with self._failures("abandon a trigger request"), self._database.write() as connection:
-            return bool(connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount == 1)
+            return bool(connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount > 0)
 
     def run_status(self, run_id: str) -> str | None:
         """The run's status as history shows it (``interrupted`` once its owner is gone), or None before it started."""

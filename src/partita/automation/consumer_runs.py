@@ -1,0 +1,106 @@
+"""Starting a claimed consumer run: one request's key, or a batch of keys as attempts of one run.
+
+The run id was fixed when the requests were claimed: if another daemon
+already started that run, the store refuses the second start. A batch plans
+its keys together; a key the plan refuses is abandoned alone, so one bad key
+never holds back the others. Each attempt sees the events that triggered its
+own key (`AssetContext.triggering_events`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from partita.automation.triggers import CronPartitions
+from partita.definitions.launch import LaunchKind
+from partita.errors import PartitaError, StoreError
+from partita.results.model import RunResult
+from partita.store.triggers import TriggerRequest
+
+if TYPE_CHECKING:
+    from partita.automation.evaluation import TriggerEvaluator
+    from partita.flow import Flow
+    from partita.planning.plan import FlowPlan
+
+__all__ = ["run_request"]
+
+log = logging.getLogger("partita.triggers")
+
+
+def run_request(
+    evaluator: TriggerEvaluator, claimed: TriggerRequest | Sequence[TriggerRequest]
+) -> RunResult | None:
+    """Start the consumer run of claimed requests with their triggering events; None when it did not start.
+
+    A start the store refuses (locked, connection lost) gives the requests
+    back, to be retried; a plan that is refused abandons them.
+    """
+    requests = [claimed] if isinstance(claimed, TriggerRequest) else list(claimed)
+    lead = requests[0]
+    flow = evaluator.flow.with_store(evaluator.store, record_partition_keys=evaluator.flow.record_partition_keys)
+    planned = _plan(evaluator, flow, requests)
+    if planned is None:
+        return None
+    plan, requests = planned
+    try:
+        events = _triggering_events(evaluator, requests)
+        launched_by = LaunchKind.SCHEDULE if isinstance(flow.trigger, CronPartitions) else LaunchKind.TRIGGER
+        outcome = flow.run(plan, run_id=lead.run_id, triggering_events=events, launched_by=launched_by)
+    except StoreError as exc:
+        evaluator.start_failed(lead, exc)
+        return None
+    except PartitaError as exc:
+        log.error("flow %s: a consumer run could not run: %s", evaluator.flow.name, exc)
+        evaluator.abandon(lead, str(exc))
+        return None
+    evaluator.finish(lead)
+    return outcome
+
+
+def _plan(
+    evaluator: TriggerEvaluator, flow: Flow, requests: list[TriggerRequest]
+) -> tuple[FlowPlan, list[TriggerRequest]] | None:
+    """The run's plan and the requests it serves; the requests whose key the plan refuses are abandoned."""
+    try:
+        return flow.plan_from_text(_config(evaluator, requests)), requests
+    except PartitaError as exc:
+        if len(requests) == 1:
+            evaluator.abandon(requests[0], str(exc))
+            return None
+    # Find the keys the plan refuses, one by one, and abandon only those.
+    kept = []
+    for request in requests:
+        try:
+            flow.plan_from_text(_config(evaluator, [request]))
+        except PartitaError as exc:
+            evaluator.abandon(request, str(exc), alone=True)
+        else:
+            kept.append(request)
+    if not kept:
+        return None
+    try:
+        return flow.plan_from_text(_config(evaluator, kept)), kept
+    except PartitaError as exc:  # each key plans alone but not together
+        evaluator.abandon(kept[0], str(exc))
+        return None
+
+
+def _config(evaluator: TriggerEvaluator, requests: Sequence[TriggerRequest]) -> dict[str, Any]:
+    if evaluator.consumer_def is None:
+        return {}
+    return {"partition_keys": [request.partition_key for request in requests]}
+
+
+def _triggering_events(evaluator: TriggerEvaluator, requests: Sequence[TriggerRequest]) -> Any:
+    """One request's events; for a batch, each consumer key's own events."""
+    ids = [event_id for request in requests for event_id in request.event_ids]
+    found = evaluator.store.list_events_by_ids(ids) if ids else []
+    if len(requests) == 1:
+        return found
+    by_id = {event.id: event for event in found}
+    return {
+        request.partition_key: tuple(by_id[event_id] for event_id in request.event_ids if event_id in by_id)
+        for request in requests
+    }
