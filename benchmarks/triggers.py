@@ -45,7 +45,7 @@ from partita.automation.triggers import OnAssetEvents
 from partita.store.sql import SqlStore
 
 
-def build(count: int, on_start, on_finish) -> tuple[Flow, AssetRegistry]:
+def build(count: int, on_start, on_finish, max_keys_per_run: int = 1) -> tuple[Flow, AssetRegistry]:
     registry = AssetRegistry()
     keys = StaticPartitionDef("bench_keys", [f"k{index:06d}" for index in range(count)])
 
@@ -65,7 +65,7 @@ def build(count: int, on_start, on_finish) -> tuple[Flow, AssetRegistry]:
         on_start(context.partition_key)
         on_finish(context.partition_key)
 
-    flow = Flow(["consumer"], registry=registry, name="bench_consumer", trigger=OnAssetEvents(["source"]))
+    flow = Flow(["consumer"], registry=registry, name="bench_consumer", trigger=OnAssetEvents(["source"], max_keys_per_run=max_keys_per_run))
     return flow, registry
 
 
@@ -146,7 +146,9 @@ def latency(backend: str, events: int, poll_interval: float, max_in_flight: int,
     return p50
 
 
-def throughput(backend: str, keys: int, poll_interval: float, max_in_flight: int, listen: bool) -> None:
+def throughput(
+    backend: str, keys: int, poll_interval: float, max_in_flight: int, listen: bool, max_keys_per_run: int = 1
+) -> float:
     finished = 0
     lock = threading.Lock()
     done = threading.Event()
@@ -158,7 +160,7 @@ def throughput(backend: str, keys: int, poll_interval: float, max_in_flight: int
             if finished == keys:
                 done.set()
 
-    flow, registry = build(keys, lambda key: None, on_finish)
+    flow, registry = build(keys, lambda key: None, on_finish, max_keys_per_run)
     with scratch_store(backend, "throughput") as store:
         daemon = TriggerDaemon([flow], store, max_in_flight=max_in_flight, poll_interval=poll_interval, listen=listen)
         thread = _serve(daemon)  # consumers start while the producer still emits
@@ -175,8 +177,10 @@ def throughput(backend: str, keys: int, poll_interval: float, max_in_flight: int
         thread.join()
     print(
         f"throughput: producer start to {keys} consumer runs finished: {elapsed:.2f} s "
-        f"({keys / elapsed:.1f} runs/s, --max-in-flight {max_in_flight}, poll {poll_interval}s, {_label(backend)}, {how})"
+        f"({keys / elapsed:.1f} keys/s, --max-in-flight {max_in_flight}, max_keys_per_run {max_keys_per_run}, "
+        f"{daemon.started_runs} runs, poll {poll_interval}s, {_label(backend)}, {how})"
     )
+    return elapsed
 
 
 def notify_cost(events: int, rows: int) -> None:
@@ -238,6 +242,10 @@ def main() -> None:
     parser.add_argument("--poll-interval", type=float, default=0.05, help="daemon poll interval (default 0.05)")
     parser.add_argument("--only", choices=("latency", "throughput", "notify-cost"), help="run one part only")
     parser.add_argument("--no-listen", action="store_true", help="throughput: poll only, also on PostgreSQL")
+    parser.add_argument(
+        "--max-keys-per-run", type=int, nargs="+", default=[1, 1000],
+        help="throughput: consumer keys one run serves; each value is measured in turn (default 1 1000)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.only in (None, "latency"):
         if args.store == "postgresql":
@@ -247,7 +255,14 @@ def main() -> None:
         else:
             latency(args.store, args.events, args.poll_interval, args.max_in_flight, listen=True)
     if args.only in (None, "throughput"):
-        throughput(args.store, args.keys, args.poll_interval, args.max_in_flight, listen=not args.no_listen)
+        seconds = {
+            size: throughput(args.store, args.keys, args.poll_interval, args.max_in_flight, not args.no_listen, size)
+            for size in args.max_keys_per_run
+        }
+        if len(seconds) > 1:
+            base = seconds[args.max_keys_per_run[0]]
+            for size, elapsed in seconds.items():
+                print(f"throughput ratio max_keys_per_run {size} to {args.max_keys_per_run[0]}: {elapsed / base:.2f}")
     if args.only in (None, "notify-cost") and args.store == "postgresql":
         notify_cost(args.events, args.keys)
 

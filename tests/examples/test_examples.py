@@ -924,6 +924,12 @@ CLI_COMMANDS.update(
 )
 
 
+EXPECTED_OUTPUT["batched_consumers.py"] = [
+    "consumer runs: 3 for 50 keys",
+    "keys per run: [20, 20, 10]",
+    "every attempt saw only its own key's event: True",
+    "a second pass starts: 0 runs",
+]
 EXPECTED_OUTPUT["dask_executor.py"] = ["run status: success", "reports: [10, 20, 30]"]
 EXPECTED_OUTPUT["shared_pool.py"] = ["runs: success, success", "bodies inside at once, at most: 2"]
 
