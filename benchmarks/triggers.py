@@ -7,9 +7,10 @@
 (a) latency: a `TriggerDaemon` serves in a background thread; one event at a
     time is published (`publish_event`, each with its own key) and the time
     from the returned receipt to the consumer body starting is measured.
-    Prints p50 and p99 (and max). On PostgreSQL it is measured twice in the
-    same run: polling only (``listen=False``, the baseline) and with
-    LISTEN/NOTIFY, with the ratio of the medians.
+    Prints p50 and p99 (and max). It is measured twice in the same run:
+    polling only (``listen=False``, the baseline) and woken (PostgreSQL:
+    LISTEN/NOTIFY; SQLite: the local wake-up socket), with the ratio of the
+    medians.
 (b) throughput: a daemon serves while one producer run emits ``--keys``
     events (``context.emit``, one per key, each durable before the next);
     the time from the producer's start until all consumer runs (no-op
@@ -138,7 +139,7 @@ def latency(backend: str, events: int, poll_interval: float, max_in_flight: int,
     samples.sort()
     p50 = statistics.median(samples) * 1000
     p99 = _percentile(samples, 0.99) * 1000
-    how = "LISTEN/NOTIFY" if listened else "polling"
+    how = _woken_by(backend) if listened else "polling"
     print(
         f"latency receipt->body start ({_label(backend)}, {how}, poll {poll_interval}s, {events} events): "
         f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {samples[-1] * 1000:.1f} ms"
@@ -172,7 +173,7 @@ def throughput(
         done.wait()
         # The body finished; the request is marked finished right after its run returns.
         elapsed = time.perf_counter() - begin
-        how = "LISTEN/NOTIFY" if daemon.listening else "polling"
+        how = _woken_by(backend) if daemon.listening else "polling"
         daemon.stop()
         thread.join()
     print(
@@ -229,6 +230,10 @@ def notify_cost(events: int, rows: int) -> None:
                 )
 
 
+def _woken_by(backend: str) -> str:
+    return "local wake-up" if backend == "sqlite" else "LISTEN/NOTIFY"
+
+
 def _label(backend: str) -> str:
     return "SQLite" if backend == "sqlite" else "PostgreSQL"
 
@@ -248,12 +253,12 @@ def main() -> None:
     )  # fmt: skip
     args = parser.parse_args()
     if args.only in (None, "latency"):
-        if args.store == "postgresql":
-            polling = latency(args.store, args.events, args.poll_interval, args.max_in_flight, listen=False)
-            listening = latency(args.store, args.events, args.poll_interval, args.max_in_flight, listen=True)
-            print(f"latency p50 ratio LISTEN/NOTIFY to polling (PostgreSQL, poll {args.poll_interval}s): {listening / polling:.2f}")
-        else:
-            latency(args.store, args.events, args.poll_interval, args.max_in_flight, listen=True)
+        polling = latency(args.store, args.events, args.poll_interval, args.max_in_flight, listen=False)
+        woken = latency(args.store, args.events, args.poll_interval, args.max_in_flight, listen=True)
+        print(
+            f"latency p50 ratio {_woken_by(args.store)} to polling ({_label(args.store)}, poll {args.poll_interval}s): "
+            f"{woken / polling:.2f}"
+        )
     if args.only in (None, "throughput"):
         seconds = {
             size: throughput(args.store, args.keys, args.poll_interval, args.max_in_flight, not args.no_listen, size)

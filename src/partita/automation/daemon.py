@@ -12,7 +12,9 @@ finishes (its slot is refilled), it is told to stop, or, on PostgreSQL, the
 store announces new events of an asset a trigger listens to
 (`partita.store.notifications`): then it evaluates at once. The poll
 interval stays the safety net for cron ticks, resumed flows and
-announcements missed while the listening connection was down.
+announcements missed while the listening connection was down. On a SQLite
+file, writers on the same machine wake the daemon the same way through a
+local socket (`partita.store.local_wakeup`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from partita.automation.triggers import OnAssetEvents
 from partita.errors import PartitaError
 from partita.flow import Flow
 from partita.results.model import AttemptStatus, RunResult
+from partita.store.local_wakeup import WakeupReceiver, local_wakeup_supported
 from partita.store.notifications import EventListener, listen_for_events
 from partita.store.sql import SqlStore
 from partita.store.triggers import TriggerRequest, TriggerStore
@@ -129,6 +132,7 @@ class TriggerDaemon:
         )
         self._listen = listen
         self._listener: EventListener | None = None
+        self._local: WakeupReceiver | None = None
 
     def stop(self) -> None:
         """Stop claiming work; runs in flight finish. Safe to call from a signal handler."""
@@ -139,9 +143,19 @@ class TriggerDaemon:
 
     @property
     def listening(self) -> bool:
-        """Whether the daemon is woken by event notifications now (PostgreSQL), rather than polling only."""
+        """Whether the daemon is woken by event notifications now (PostgreSQL, or SQLite writers on this machine)."""
         listener = self._listener
-        return listener is not None and listener.listening
+        return self._local is not None or (listener is not None and listener.listening)
+
+    def _listen_locally(self) -> None:
+        """On a SQLite file, a socket that writers on this machine wake; polling only when it cannot be made."""
+        path = self.store.database.sqlite_path
+        if path is None or not local_wakeup_supported():
+            return
+        try:
+            self._local = WakeupReceiver(path)
+        except OSError as exc:
+            log.warning("no local wake-up beside %s, polling only: %s", path, exc, extra={"daemon": self.daemon_id})
 
     def _slot_freed(self, flow: str, future: concurrent.futures.Future[Any]) -> None:
         started = not future.cancelled() and future.exception() is None and future.result() is not None
@@ -193,10 +207,9 @@ class TriggerDaemon:
             # Listen before the first pass: every event committed after that pass is announced.
             if self._listen and self.watched_assets:
                 self._listener = listen_for_events(self.store, assets=self.watched_assets)
-            log.info(
-                "daemon started",
-                extra={"daemon": self.daemon_id, "wakeup": "notifications" if self.listening else "polling"},
-            )
+                self._listen_locally()
+            wakes_by = "local socket" if self._local is not None else "notifications" if self.listening else "polling"
+            log.info("daemon started", extra={"daemon": self.daemon_id, "wakeup": wakes_by})
             while not self._stop.is_set():
                 try:
                     # Triggers are evaluated when events were announced or the poll
@@ -217,6 +230,9 @@ class TriggerDaemon:
             if self._listener is not None:
                 self._listener.close()
                 self._listener = None
+            if self._local is not None:
+                self._local.close()
+                self._local = None
             concurrent.futures.wait(list(self._in_flight))
             self._pool.shutdown(wait=True)
             self._wakeup = None
@@ -230,8 +246,9 @@ class TriggerDaemon:
         if self._listener is not None:
             announced = self._listener.wait(timeout, interrupt=self._wakeup.fileno())
         else:
-            select.select([self._wakeup.fileno()], [], [], timeout)
-            announced = False
+            readable = [self._wakeup.fileno()] + ([self._local.fileno()] if self._local is not None else [])
+            select.select(readable, [], [], timeout)
+            announced = self._local is not None and self._local.drain(self.watched_assets)
         self._wakeup.clear()
         return announced
 

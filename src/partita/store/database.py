@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from sqlalchemy import Boolean, Connection, Engine, Float, Integer, create_engine, event
@@ -26,6 +26,7 @@ from sqlalchemy.pool import StaticPool
 
 from partita.errors import ConfigurationError, StoreError
 from partita.store.fork_gate import sqlite_write
+from partita.store.local_wakeup import WakeupSender, local_wakeup_supported
 from partita.store.location import (
     SqliteAccess,
     StoreBackend,
@@ -34,10 +35,13 @@ from partita.store.location import (
     sqlite_access,
     sqlite_connector,
 )
+from partita.store.schema import events
 
 __all__ = ["Database", "configure_sqlite", "describe_failure", "upsert_sql"]
 
 _BUSY_TIMEOUT_MS = 30_000
+#: ``connection.info`` key: the assets whose events the open write transaction inserted.
+_EVENTS_WRITTEN = "partita_events_written"
 _PG_ARRAY_TYPES = {Float: "float8[]", Integer: "int8[]", Boolean: "bool[]"}
 
 
@@ -145,10 +149,14 @@ class Database:
         self.access = SqliteAccess.READ_WRITE
         #: The SQLite file's path, for raw connections (None in memory and on PostgreSQL).
         self.sqlite_path: str | None = None
+        # Wakes the trigger daemons serving the same SQLite file after events commit.
+        self._wakeup: WakeupSender | None = None
         if location.backend is StoreBackend.SQLITE:
             if location.path is not None:
                 self.access, self.created = sqlite_access(location, create=create)
                 self.sqlite_path = str(location.path)
+                if local_wakeup_supported():
+                    self._wakeup = WakeupSender(self.sqlite_path)
             self.engine = _sqlite_engine(location, self.access)
         else:
             self.engine = _postgresql_engine(parsed)
@@ -204,6 +212,14 @@ class Database:
             connection.execution_options(partita_write=True)
             with connection.begin():
                 yield connection
+            assets = connection.info.pop(_EVENTS_WRITTEN, None)
+        if assets:
+            self.events_committed(assets)
+
+    def events_committed(self, assets: Iterable[str]) -> None:
+        """Events of ``assets`` committed: wake the daemons on this machine (SQLite; PostgreSQL notifies)."""
+        if self._wakeup is not None:
+            self._wakeup.send(assets)
 
     def connect(self) -> Connection:
         """A pooled connection for reading (use it as a context manager)."""
@@ -242,6 +258,9 @@ class Database:
         """
         columns = list(table.columns)[skip:]
         names = ", ".join(column.name for column in columns)
+        if table is events and self._wakeup is not None and rows:
+            # Announced once the write transaction commits (`write`).
+            connection.info.setdefault(_EVENTS_WRITTEN, set()).update(row[0] for row in rows)
         if self._dialect == "postgresql":
             driver = connection.connection.driver_connection
             assert driver is not None

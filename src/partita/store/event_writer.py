@@ -80,6 +80,8 @@ class EventWriter:
                         raise
             finally:
                 cursor.close()
+            if found is not None:
+                self._database.events_committed((row[0],))
         else:
             try:
                 with connection.cursor() as cursor:

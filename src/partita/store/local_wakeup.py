@@ -1,0 +1,149 @@
+"""Waking trigger daemons on this machine when events of a SQLite store commit.
+
+SQLite cannot notify, so a daemon would learn of new events only at its
+next poll. Each serving daemon therefore binds a datagram socket in Linux's
+abstract namespace (no file, so no path-length limit) and leaves a marker
+file naming it in ``<database file>.wakeup/`` beside the database. Every
+commit that inserts events sends one byte to each socket named there; the
+daemon's wait ends and it evaluates at once. The byte string names the
+assets written (comma-separated; empty: any), so a daemon whose triggers
+follow none of them sleeps on.
+
+A wake-up is a shortcut, never the record: sending never blocks and never
+fails a commit, a full socket buffer already means a pending wake-up, and
+a marker whose daemon is gone is removed by the next sender that finds its
+socket refused. Polling stays the safety net, and the only path across
+machines (a store on a network filesystem shared by several hosts) and on
+systems without abstract sockets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import sys
+import threading
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["WakeupReceiver", "WakeupSender", "local_wakeup_supported", "wakeup_folder"]
+
+_PREFIX = b"\0partita-wakeup-"
+#: Longer lists of asset names are sent as an empty message: any asset.
+_MAX_MESSAGE = 2048
+
+
+def local_wakeup_supported() -> bool:
+    """Abstract-namespace Unix sockets exist on Linux only."""
+    return sys.platform.startswith("linux") and hasattr(socket, "AF_UNIX")
+
+
+def wakeup_folder(database_file: str) -> Path:
+    """Where the daemons serving ``database_file`` leave their markers."""
+    return Path(f"{database_file}.wakeup")
+
+
+def _address(name: str) -> bytes:
+    return _PREFIX + name.encode("ascii")
+
+
+class WakeupReceiver:
+    """A serving daemon's end: a socket to select on and its marker beside the database.
+
+    Raises `OSError` when the folder cannot be written; the caller then polls.
+    """
+
+    def __init__(self, database_file: str) -> None:
+        self._folder = wakeup_folder(database_file)
+        self._folder.mkdir(mode=0o700, exist_ok=True)
+        self._name = uuid.uuid4().hex
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            self._socket.bind(_address(self._name))
+            self._socket.setblocking(False)
+            self._marker = self._folder / self._name
+            self._marker.touch()  # touching changes the folder's mtime: senders read it again
+        except BaseException:
+            self._socket.close()
+            raise
+
+    def fileno(self) -> int:
+        return self._socket.fileno()
+
+    def drain(self, watched: frozenset[str] | None = None) -> bool:
+        """Read every pending wake-up; True when one named an asset of ``watched`` (None: any asset)."""
+        woken = False
+        with contextlib.suppress(OSError):
+            while True:
+                message = self._socket.recv(_MAX_MESSAGE + 1)
+                names = message.decode("utf-8", "replace").split(",") if message else []
+                woken = woken or watched is None or not names or not watched.isdisjoint(names)
+        return woken
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._marker.unlink()
+        self._socket.close()
+
+
+class WakeupSender:
+    """A writer's end: after a commit of events, one byte to every daemon serving the same database file.
+
+    The folder's listing is read again only when its mtime changes (a daemon
+    started or stopped), so a send costs one ``stat`` and one ``sendto`` per
+    daemon.
+    """
+
+    def __init__(self, database_file: str) -> None:
+        self._folder = wakeup_folder(database_file)
+        self._lock = threading.Lock()
+        self._seen_mtime: int | None = None
+        self._targets: tuple[str, ...] = ()
+        self._socket: socket.socket | None = None
+
+    def _current_targets(self) -> tuple[str, ...]:
+        try:
+            mtime = os.stat(self._folder).st_mtime_ns
+        except OSError:
+            return ()  # no daemon ever served this database here
+        if mtime != self._seen_mtime:
+            with contextlib.suppress(OSError):
+                self._targets = tuple(entry.name for entry in os.scandir(self._folder))
+                self._seen_mtime = mtime
+        return self._targets
+
+    def send(self, assets: Iterable[str] = ()) -> None:
+        """Wake every daemon serving this database for events of ``assets``; never raises, never blocks."""
+        targets = self._current_targets()
+        if not targets:
+            return
+        message = ",".join(sorted(set(assets))).encode("utf-8")
+        if len(message) > _MAX_MESSAGE:
+            message = b""
+        with self._lock:
+            if self._socket is None:
+                try:
+                    self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                    self._socket.setblocking(False)
+                except OSError:
+                    return
+            sender = self._socket
+            for name in targets:
+                try:
+                    sender.sendto(message, _address(name))
+                except (ConnectionRefusedError, FileNotFoundError):
+                    self._forget(name)  # its daemon is gone
+                except OSError:
+                    pass  # a full buffer already holds a wake-up
+
+    def _forget(self, name: str) -> None:
+        with contextlib.suppress(OSError):
+            (self._folder / name).unlink()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._socket is not None:
+                self._socket.close()
+                self._socket = None
