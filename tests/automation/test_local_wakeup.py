@@ -1,0 +1,125 @@
+"""Waking a daemon on a SQLite store from writers on the same machine (`partita.store.local_wakeup`)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import select
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import partita as p
+from partita.automation.daemon import TriggerDaemon
+from partita.store.local_wakeup import WakeupReceiver, WakeupSender, local_wakeup_supported, wakeup_folder
+from partita.store.sql import SqlStore
+
+pytestmark = pytest.mark.skipif(not local_wakeup_supported(), reason="abstract sockets are Linux's")
+
+#: Far longer than any test waits: a run that starts in time was woken, not polled.
+POLL_SECONDS = 60.0
+
+
+def _flow(started: threading.Event) -> tuple[p.Flow, p.AssetRegistry]:
+    registry = p.AssetRegistry()
+    days = p.DatePartitionDef()
+
+    @p.asset(partition_def=days, registry=registry)
+    def raw() -> int:
+        return 1
+
+    @p.asset(partition_def=days, registry=registry)
+    def consumer() -> None:
+        started.set()
+
+    return p.Flow(["consumer"], registry=registry, name="woken", trigger=p.OnAssetEvents(["raw"])), registry
+
+
+@contextlib.contextmanager
+def _serving(daemon: TriggerDaemon):
+    thread = threading.Thread(target=daemon.serve)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while daemon._wakeup is None and time.monotonic() < deadline:  # noqa: SLF001 - serving has begun
+            time.sleep(0.01)
+        time.sleep(0.3)  # its first pass is over: what follows is woken
+        yield
+    finally:
+        daemon.stop()
+        thread.join()
+
+
+def test_a_published_event_wakes_the_daemon_long_before_its_poll(tmp_path: Path) -> None:
+    started = threading.Event()
+    flow, registry = _flow(started)
+    with contextlib.closing(SqlStore(f"sqlite:///{tmp_path}/partita.db")) as store:
+        daemon = TriggerDaemon([flow], store, poll_interval=POLL_SECONDS)
+        with _serving(daemon):
+            assert daemon.listening
+            p.publish_event(store, registry, "raw", partition_key="2024-01-01")
+            assert started.wait(10)
+        assert daemon.started_runs == 1
+    assert list(wakeup_folder(f"{tmp_path}/partita.db").iterdir()) == []  # the daemon's marker left with it
+
+
+def test_outlet_events_of_a_run_in_another_store_handle_wake_the_daemon(tmp_path: Path) -> None:
+    started = threading.Event()
+    flow, registry = _flow(started)
+    url = f"sqlite:///{tmp_path}/partita.db"
+    with contextlib.closing(SqlStore(url)) as store, contextlib.closing(SqlStore(url)) as producer_store:
+        daemon = TriggerDaemon([flow], store, poll_interval=POLL_SECONDS)
+        with _serving(daemon):
+            producer = p.Flow(["raw"], registry=registry, store=producer_store)
+            assert producer.run({"partition_keys": ["2024-01-02"]}).succeeded
+            assert started.wait(10)
+
+
+def test_a_marker_whose_daemon_is_gone_is_dropped_and_never_fails_a_writer(tmp_path: Path) -> None:
+    database = f"{tmp_path}/partita.db"
+    folder = wakeup_folder(database)
+    folder.mkdir()
+    (folder / ("0" * 32)).touch()  # a daemon killed before it could remove its marker
+    live = WakeupReceiver(database)
+    try:
+        WakeupSender(database).send(["raw"])
+        assert select.select([live], [], [], 5)[0]
+        assert live.drain(frozenset({"raw"}))
+        assert sorted(path.name for path in folder.iterdir()) == [live._name]  # noqa: SLF001
+    finally:
+        live.close()
+
+
+def test_two_daemons_are_both_woken_and_other_assets_wake_neither(tmp_path: Path) -> None:
+    database = f"{tmp_path}/partita.db"
+    receivers = [WakeupReceiver(database), WakeupReceiver(database)]
+    sender = WakeupSender(database)
+    try:
+        sender.send(["raw"])
+        for receiver in receivers:
+            assert select.select([receiver], [], [], 5)[0]
+            assert receiver.drain(frozenset({"raw"}))
+        sender.send(["unrelated"])
+        for receiver in receivers:
+            assert select.select([receiver], [], [], 5)[0]
+            assert not receiver.drain(frozenset({"raw"}))
+        sender.send(["x" * 3000])  # too long to name: any asset
+        assert select.select([receivers[0]], [], [], 5)[0] and receivers[0].drain(frozenset({"raw"}))
+    finally:
+        for receiver in receivers:
+            receiver.close()
+
+
+def test_without_a_writable_wakeup_folder_the_daemon_polls(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    wakeup_folder(f"{tmp_path}/partita.db").write_text("not a folder")  # the folder cannot be made
+    started = threading.Event()
+    flow, registry = _flow(started)
+    with contextlib.closing(SqlStore(f"sqlite:///{tmp_path}/partita.db")) as store:
+        daemon = TriggerDaemon([flow], store, poll_interval=0.05)
+        with caplog.at_level(logging.WARNING, logger="partita.daemon"), _serving(daemon):
+            assert not daemon.listening
+            p.publish_event(store, registry, "raw", partition_key="2024-01-01")  # the writer does not fail
+            assert started.wait(10)  # the poll found it
+    assert "no local wake-up" in caplog.text and "polling only" in caplog.text
