@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from partita.automation.triggers import CronPartitions
 from partita.definitions.launch import LaunchKind
@@ -20,13 +20,29 @@ from partita.results.model import RunResult
 from partita.store.triggers import TriggerRequest
 
 if TYPE_CHECKING:
-    from partita.automation.evaluation import TriggerEvaluator
     from partita.flow import Flow
     from partita.planning.plan import FlowPlan
+    from partita.store.sql import SqlStore
 
 __all__ = ["run_request"]
 
 log = logging.getLogger("partita.triggers")
+
+
+class TriggerEvaluator(Protocol):
+    """What starting a run needs of `partita.automation.evaluation.TriggerEvaluator` (which imports this module)."""
+
+    flow: Flow
+    store: SqlStore
+
+    @property
+    def consumer_def(self) -> Any: ...
+
+    def finish(self, request: TriggerRequest) -> None: ...
+
+    def abandon(self, request: TriggerRequest, error: str, *, alone: bool = False) -> None: ...
+
+    def start_failed(self, request: TriggerRequest, error: Exception) -> None: ...
 
 
 def run_request(
