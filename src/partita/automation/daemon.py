@@ -306,6 +306,9 @@ class TriggerDaemon:
 
     def _start_due(self, evaluator: TriggerEvaluator) -> bool:
         """Claim and start ``evaluator``'s due requests while slots are free; True when the slots are full."""
+        self._in_flight = {future for future in self._in_flight if not future.done()}
+        if len(self._in_flight) >= self.max_in_flight:
+            return True  # no slot: reading the due requests (a batch's thousands) would be wasted
         for batch in evaluator.due_runs(4 * self.max_in_flight):
             if self._stop.is_set():
                 return False
