@@ -363,7 +363,7 @@ def test_many_lines_are_written_in_batches_never_one_commit_per_line(store) -> N
             context.logger.info("line %d", number)
 
     writes: list[int] = []
-    progress, finished = store.record_progress, store.record_run_finished
+    progress, finished = store.record_batch, store.record_run_finished
 
     def counted_progress(*args, **kwargs):  # counts the transactions; the real store writes
         writes.append(1)
@@ -373,7 +373,7 @@ def test_many_lines_are_written_in_batches_never_one_commit_per_line(store) -> N
         writes.append(1)
         return finished(*args, **kwargs)
 
-    store.record_progress, store.record_run_finished = counted_progress, counted_end  # type: ignore[method-assign]
+    store.record_batch, store.record_run_finished = counted_progress, counted_end  # type: ignore[method-assign]
     result = p.Flow(["busy"], registry=registry, store=store).run({"partition_keys": KEYS})
 
     stored = store.attempt_logs(result.run_id, LogQuery(asset="busy"))

@@ -307,15 +307,15 @@ def test_a_retried_progress_batch_after_a_lost_acknowledgement_writes_no_row_twi
 def test_a_periodic_flush_that_failed_does_not_keep_the_run_end_from_being_recorded(store, monkeypatch):
     """The flusher's write fails after committing; the end replays that batch without duplicates."""
     flushed = threading.Event()
-    record_progress = store.record_progress
+    record_batch = store.record_batch  # what the journal's flusher writes through
 
     def commits_then_fails(*args: Any, **kwargs: Any) -> None:
-        record_progress(*args, **kwargs)
+        record_batch(*args, **kwargs)
         if not flushed.is_set():
             flushed.set()
             raise StoreError("store x: cannot record attempts: server closed the connection unexpectedly")
 
-    monkeypatch.setattr(store, "record_progress", commits_then_fails)
+    monkeypatch.setattr(store, "record_batch", commits_then_fails)
     registry = p.AssetRegistry()
     tenants = p.StaticPartitionDef("tenants", KEYS)
 

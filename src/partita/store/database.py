@@ -19,12 +19,13 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from sqlalchemy import Boolean, Connection, Engine, Float, Integer, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from partita.errors import ConfigurationError, StoreError
+from partita.store.bulk_writes import Upsert, insert_rows, upsert_rows, upsert_statements
 from partita.store.fork_gate import sqlite_write
 from partita.store.local_wakeup import WakeupSender, local_wakeup_supported
 from partita.store.location import (
@@ -37,32 +38,11 @@ from partita.store.location import (
 )
 from partita.store.schema import events
 
-__all__ = ["Database", "configure_sqlite", "describe_failure", "upsert_sql"]
+__all__ = ["Database", "configure_sqlite", "describe_failure"]
 
 _BUSY_TIMEOUT_MS = 30_000
 #: ``connection.info`` key: the assets whose events the open write transaction inserted.
 _EVENTS_WRITTEN = "partita_events_written"
-_PG_ARRAY_TYPES = {Float: "float8[]", Integer: "int8[]", Boolean: "bool[]"}
-
-
-def upsert_sql(table: Any, keys: tuple[str, ...], only: set[str] | None = None, *, unnest: bool) -> str:
-    """Driver SQL upserting rows of ``table``; ``only`` limits the columns a conflict updates.
-
-    ``unnest`` (PostgreSQL): one statement per batch, each column one array.
-    Otherwise one row per execution with ``?`` placeholders (SQLite's ``executemany``).
-    """
-    names = [column.name for column in table.columns]
-    if unnest:
-        arrays = ", ".join(f"%s::{_PG_ARRAY_TYPES.get(type(column.type), 'text[]')}" for column in table.columns)
-        rows = f"SELECT * FROM unnest({arrays})"
-    else:
-        rows = f"VALUES ({', '.join('?' * len(names))})"
-    updates = ", ".join(
-        f"{name} = excluded.{name}" for name in names if name not in keys and (only is None or name in only)
-    )
-    return (
-        f"INSERT INTO {table.name} ({', '.join(names)}) {rows} ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
-    )
 
 
 def configure_sqlite(connection: Any) -> None:
@@ -247,37 +227,26 @@ class Database:
         finally:
             cursor.close()
 
-    def upsert_sql(self, table: Any, keys: tuple[str, ...], only: set[str] | None = None) -> str:
-        """`upsert_sql` for this backend: prepare it once, run it with `upsert`."""
-        return upsert_sql(table, keys, only, unnest=self._dialect == "postgresql")
+    def upsert_sql(self, table: Any, keys: tuple[str, ...], only: set[str] | None = None) -> Upsert:
+        """An upsert of ``table``'s rows on ``keys`` for this backend: prepare it once, run it with `upsert`.
+
+        ``only`` limits the columns a conflict updates.
+        """
+        return upsert_statements(table, keys, only, dialect=self._dialect)
 
     def insert(self, connection: Connection, table: Any, rows: list[tuple[Any, ...]], skip: int = 0) -> None:
-        """Rows that were never written: the backend's fastest bulk insert (PostgreSQL: ``COPY``).
+        """Rows that were never written, in the backend's fastest bulk form (`bulk_writes`).
 
         ``skip`` leaves out leading columns the database fills (an id).
         """
-        columns = list(table.columns)[skip:]
-        names = ", ".join(column.name for column in columns)
         if table is events and self._wakeup is not None and rows:
             # Announced once the write transaction commits (`write`).
             connection.info.setdefault(_EVENTS_WRITTEN, set()).update(row[0] for row in rows)
-        if self._dialect == "postgresql":
-            driver = connection.connection.driver_connection
-            assert driver is not None
-            with driver.cursor() as cursor, cursor.copy(f"COPY {table.name} ({names}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-        else:
-            marks = ", ".join("?" * len(columns))
-            connection.exec_driver_sql(f"INSERT INTO {table.name} ({names}) VALUES ({marks})", rows)
+        insert_rows(connection, self._dialect, table, rows, skip)
 
-    def upsert(self, connection: Connection, statement: str, rows: list[tuple[Any, ...]]) -> None:
-        """Run a statement from `upsert_sql` over plain tuples."""
-        if self._dialect == "postgresql":
-            # One statement per batch: each column travels as one array.
-            connection.exec_driver_sql(statement, tuple(list(column) for column in zip(*rows, strict=True)))
-        else:
-            connection.exec_driver_sql(statement, rows)
+    def upsert(self, connection: Connection, upsert: Upsert, rows: list[tuple[Any, ...]]) -> None:
+        """Run a prepared `upsert_sql` over plain tuples."""
+        upsert_rows(connection, self._dialect, upsert, rows)
 
     def driver_connection(self) -> Any:
         """A new DBAPI connection outside the pool (SQLite in memory: the engine's one connection).

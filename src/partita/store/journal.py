@@ -27,13 +27,13 @@ import time
 from typing import Any
 
 from partita.definitions.launch import RunLaunch
-from partita.events.model import EventDraft, EventSource, SourceKind
 from partita.execution.attempt_logs import RunLogs
 from partita.execution.cancellation import RunCancellation
 from partita.execution.events import AttemptFinished, AttemptRetrying, AttemptStarted, ExecutionEvent
 from partita.planning.plan import FlowPlan
-from partita.results.model import AttemptResult, AttemptStatus, RunResult
+from partita.results.model import AttemptStatus, RunResult
 from partita.results.record import AttemptRecord, InvocationRecord, attempt_record_of, run_header_of
+from partita.store.journal_rows import is_plain_success, outlet_row, success_row
 from partita.store.liveness import current_owner_token
 from partita.store.protocol import ProgressBatch, RunEnd, RunStart, Store
 
@@ -112,6 +112,20 @@ def _poll_cancel_requests(journals: list[StoreJournal]) -> None:
 
 
 _flusher = _Flusher()
+
+
+class _Rows:
+    """One transaction's part of a flush: attempt records, attempt rows built already, outlet rows."""
+
+    __slots__ = ("records", "attempts", "outlets")
+
+    def __init__(self) -> None:
+        self.records: list[AttemptRecord] = []
+        self.attempts: list[tuple[Any, ...]] = []
+        self.outlets: list[tuple[Any, ...]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.records or self.attempts)
 
 
 class StoreJournal:
@@ -205,14 +219,7 @@ class StoreJournal:
         batches = self._take_progress()
         for position, progress in enumerate(batches):
             try:
-                self._store.record_progress(
-                    progress.attempts,
-                    self._run_id,
-                    new=progress.new,
-                    outlets=progress.outlets,
-                    replay=progress.replay,
-                    logs=progress.logs,
-                )
+                self._store.record_batch(self._run_id, progress)
             except BaseException:
                 # The write may or may not have committed: replayed idempotently.
                 self._unwritten = [dataclasses.replace(batch, replay=True) for batch in batches[position:]]
@@ -231,7 +238,11 @@ class StoreJournal:
         return progress
 
     def _take_attempts(self) -> list[ProgressBatch]:
-        """The buffered events as rows to write: new attempts (bulk insert) and updates."""
+        """The buffered events as rows to write: new attempts (bulk insert) and updates.
+
+        A plain success becomes its row directly (`journal_rows`); other
+        attempts become records, which carry their invocations.
+        """
         buffer = self._buffer
         if not buffer:
             return []
@@ -239,62 +250,35 @@ class StoreJournal:
         finished = {
             (event.attempt.asset_name, event.attempt.index) for event in batch if type(event) is AttemptFinished
         }
-        fresh: list[AttemptRecord] = []
-        updates: list[AttemptRecord] = []
-        fresh_outlets: list[EventDraft] = []
-        update_outlets: list[EventDraft] = []
-        written = self._written
+        fresh, updates = _Rows(), _Rows()
+        written, run_id, now = self._written, self._run_id, time.time()
         for event in batch:
             if type(event) is AttemptFinished:
                 attempt = event.attempt
                 key = (attempt.asset_name, attempt.index)
+                rows = updates if key in written else fresh
+                written.discard(key)
                 if self._retries:
                     self._retries.pop(key, None)
-                record = attempt_record_of(attempt, self._key_text_of(attempt.asset_name))
+                if is_plain_success(attempt):
+                    key_text = self._key_text_of(attempt.asset_name)
+                    present = attempt.partition_key_present
+                    text = key_text(attempt.partition_key) if key_text is not None and present else None
+                    rows.attempts.append(success_row(run_id, attempt, text))
+                else:
+                    rows.records.append(attempt_record_of(attempt, self._key_text_of(attempt.asset_name)))
                 if attempt.status is AttemptStatus.SUCCESS and attempt.asset_name not in self._producers:
                     # The outlet event joins the transaction that records the success.
-                    (update_outlets if key in written else fresh_outlets).append(self._outlet(attempt))
+                    rows.outlets.append(outlet_row(run_id, attempt, self._formats.get(attempt.asset_name), now))
             elif type(event) is AttemptRetrying or (event.asset_name, event.index) not in finished:
                 key = (event.asset_name, event.index)
-                record = self._running(event)
-            else:
-                continue  # started and finished within one flush: the finished row suffices
-            if key in written:
-                updates.append(record)
-            else:
-                fresh.append(record)
-            if record.status == "running":
+                (updates if key in written else fresh).records.append(self._running(event))
                 written.add(key)
-            else:
-                written.discard(key)
-        progress = []
-        if fresh:
-            progress.append(ProgressBatch(fresh, True, fresh_outlets))
-        if updates:
-            progress.append(ProgressBatch(updates, False, update_outlets))
-        return progress
-
-    def _outlet(self, attempt: AttemptResult) -> EventDraft:
-        """The automatic event announcing a successful attempt's asset and key."""
-        key_text = self._formats[attempt.asset_name](attempt.partition_key) if attempt.partition_key_present else None
-        extra = {} if attempt.materialization_id is None else {"materialization_id": attempt.materialization_id}
-        return EventDraft(
-            attempt.asset_name,
-            key_text,
-            None,
-            extra,
-            EventSource(
-                SourceKind.OUTLET,
-                self._run_id,
-                attempt.asset_name,
-                attempt.partition_key_present,
-                len(attempt.invocations) or None,
-            ),
-            # Written exactly once, with the success it announces: no dedupe identity.
-            None,
-            None,
-            attempt.finished_at if attempt.finished_at is not None else time.time(),
-        )
+        return [
+            ProgressBatch(rows.records, new, attempt_rows=rows.attempts, outlet_rows=rows.outlets)
+            for rows, new in ((fresh, True), (updates, False))
+            if rows
+        ]
 
     def _running(self, event: AttemptStarted | AttemptRetrying) -> AttemptRecord:
         key = (event.asset_name, event.index)

@@ -86,6 +86,10 @@ class ProgressBatch:
     replay: bool = False
     #: Attempt log lines (and cuts) written in the same transaction.
     logs: LogBatch | None = None
+    #: Attempts rows built already (a journal's plain successes), in table column order.
+    attempt_rows: Sequence[tuple[Any, ...]] = ()
+    #: Outlet events rows built already, in table column order (without the id).
+    outlet_rows: Sequence[tuple[Any, ...]] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +303,10 @@ class RunHistory(Protocol):
         committed: nothing already stored is written twice. Transient
         failures are retried the same way.
         """
+        ...
+
+    def record_batch(self, run_id: str, batch: ProgressBatch) -> None:
+        """`record_progress` for a batch as a journal builds it: records and rows built already."""
         ...
 
     def record_heartbeat(self, run_id: str, at: float) -> None: ...

@@ -125,9 +125,12 @@ class SqlRunHistory:
         logs: LogBatch | None = None,
     ) -> None:
         """Write attempts (running or terminal), their invocations, outlet events and log lines, in one transaction."""
-        if not records and not logs:
+        self.record_batch(run_id, ProgressBatch(records, new, outlets, replay, logs))
+
+    def record_batch(self, run_id: str, batch: ProgressBatch) -> None:
+        """Write one `ProgressBatch` (records, rows built already, outlets, log lines) in one transaction."""
+        if not batch.attempts and not batch.attempt_rows and not batch.logs:
             return
-        batch = ProgressBatch(records, new, outlets, replay, logs)
 
         def write(number: int) -> None:
             with self._database.write() as connection:
@@ -149,6 +152,8 @@ class SqlRunHistory:
             # Before the attempts: the lines a body logged are stored no later than its outcome.
             write_logs(database, connection, run_id, batch.logs, replay)
         attempt_rows, invocation_rows = progress_rows(run_id, batch.attempts)
+        if batch.attempt_rows:
+            attempt_rows.extend(batch.attempt_rows)
         if not attempt_rows:
             return
         if batch.new and not replay:
@@ -159,17 +164,21 @@ class SqlRunHistory:
             database.upsert(connection, self._upsert_attempts, attempt_rows)
             if invocation_rows:
                 database.upsert(connection, self._upsert_invocations, invocation_rows)
-        outlets = batch.outlets
+        outlets = [event_row(draft) for draft in batch.outlets] if batch.outlets else []
+        if batch.outlet_rows:
+            outlets.extend(batch.outlet_rows)
         if outlets and replay:
             outlets = self._unstored_outlets(connection, run_id, outlets)
         if outlets:
             # Outlet events commit in the same transaction as the successes they announce.
-            database.insert(connection, events, [event_row(draft) for draft in outlets], skip=1)
+            database.insert(connection, events, outlets, skip=1)
 
-    def _unstored_outlets(self, connection: Connection, run_id: str, outlets: Sequence[EventDraft]) -> list[EventDraft]:
-        """The outlet events not yet stored: a run announces each (asset, key) success once."""
+    def _unstored_outlets(
+        self, connection: Connection, run_id: str, outlets: list[tuple[Any, ...]]
+    ) -> list[tuple[Any, ...]]:
+        """The outlet rows not yet stored: a run announces each (asset, key) success once."""
         stored: set[tuple[str, str | None]] = set()
-        names = sorted({draft.asset for draft in outlets})
+        names = sorted({row[0] for row in outlets})
         query = (
             f"SELECT asset, partition_key FROM {events.name} WHERE source_run_id = ? AND source_kind = ? "
             f"AND asset IN ({', '.join('?' * len(names))})"
@@ -178,7 +187,7 @@ class SqlRunHistory:
             self._database.driver_sql(query), (run_id, SourceKind.OUTLET.value, *names)
         ):
             stored.add((asset, key))
-        return [draft for draft in outlets if (draft.asset, draft.partition_key) not in stored]
+        return [row for row in outlets if (row[0], row[1]) not in stored]
 
     def record_heartbeat(self, run_id: str, at: float) -> None:
         """Tell other hosts the run's owner is alive at ``at``."""

@@ -107,6 +107,10 @@ class SqlStore:
         """Write attempts, their invocations, outlet events and log lines, in one transaction."""
         self.run_history.record_progress(records, run_id, new=new, outlets=outlets, replay=replay, logs=logs)
 
+    def record_batch(self, run_id: str, batch: ProgressBatch) -> None:
+        """Write one `ProgressBatch` as a journal builds it, in one transaction."""
+        self.run_history.record_batch(run_id, batch)
+
     def record_heartbeat(self, run_id: str, at: float) -> None:
         """Tell other hosts the run's owner is alive at ``at``."""
         self.run_history.record_heartbeat(run_id, at)

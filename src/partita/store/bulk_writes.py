@@ -1,0 +1,98 @@
+"""Bulk inserts and upserts of plain tuples: the SQL for each backend, and the fastest way to send rows.
+
+PostgreSQL takes a batch in one statement: ``COPY`` for new rows, one array
+per column for upserts. SQLite takes a batch as one JSON text parameter,
+unpacked by ``json_each`` inside one statement: the driver's ``executemany``
+binds each row while holding the interpreter lock and releases and takes it
+back around every row's step, so a journal writing thousands of attempts
+competed with the run it records once per row; one statement holds the lock
+only while ``json.dumps`` builds its text. A batch JSON cannot carry exactly
+(bytes, non-finite floats, text with a NUL character) and a batch of a few
+rows take ``executemany``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any, NamedTuple
+
+from sqlalchemy import Boolean, Connection, Float, Integer
+
+__all__ = ["Upsert", "insert_rows", "upsert_rows", "upsert_statements"]
+
+_PG_ARRAY_TYPES = {Float: "float8[]", Integer: "int8[]", Boolean: "bool[]"}
+#: ``->>`` (a JSON value as its SQL value) arrived in SQLite 3.38.
+_SQLITE_JSON = sqlite3.sqlite_version_info >= (3, 38, 0)
+#: Below this many rows a batch costs less through ``executemany`` than as JSON text.
+_JSON_MIN_ROWS = 8
+
+
+class Upsert(NamedTuple):
+    """Prepared upsert SQL of one table: per row (``?`` or ``%s`` arrays) and per batch as JSON (SQLite)."""
+
+    rows_sql: str
+    json_sql: str | None
+
+
+def _json_rows(count: int) -> str:
+    """A SELECT of ``count`` columns from the rows of the one JSON parameter."""
+    return f"SELECT {', '.join(f'value->>{i}' for i in range(count))} FROM json_each(?)"
+
+
+def upsert_statements(table: Any, keys: tuple[str, ...], only: set[str] | None, *, dialect: str) -> Upsert:
+    """Driver SQL upserting rows of ``table``; ``only`` limits the columns a conflict updates."""
+    names = [column.name for column in table.columns]
+    updates = ", ".join(
+        f"{name} = excluded.{name}" for name in names if name not in keys and (only is None or name in only)
+    )
+    conflict = f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
+    into = f"INSERT INTO {table.name} ({', '.join(names)})"
+    if dialect == "postgresql":
+        arrays = ", ".join(f"%s::{_PG_ARRAY_TYPES.get(type(column.type), 'text[]')}" for column in table.columns)
+        return Upsert(f"{into} SELECT * FROM unnest({arrays}) {conflict}", None)
+    # "WHERE true" tells SQLite's parser the ON CONFLICT belongs to the upsert, not to a join.
+    json_sql = f"{into} {_json_rows(len(names))} WHERE true {conflict}" if _SQLITE_JSON else None
+    return Upsert(f"{into} VALUES ({', '.join('?' * len(names))}) {conflict}", json_sql)
+
+
+def _as_json(rows: list[tuple[Any, ...]]) -> str | None:
+    """The rows as one JSON array, or None when JSON would not carry every value exactly."""
+    try:
+        text = json.dumps(rows, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):  # bytes, or a non-finite float
+        return None
+    # SQLite's ->> ends a text at a NUL character; a bound parameter keeps it.
+    return None if "\\u0000" in text else text
+
+
+def insert_rows(connection: Connection, dialect: str, table: Any, rows: list[tuple[Any, ...]], skip: int) -> None:
+    """Insert rows that were never written; ``skip`` leaves out leading columns the database fills (an id)."""
+    columns = list(table.columns)[skip:]
+    names = ", ".join(column.name for column in columns)
+    if dialect == "postgresql":
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        with driver.cursor() as cursor, cursor.copy(f"COPY {table.name} ({names}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    batch = _as_json(rows) if _SQLITE_JSON and len(rows) >= _JSON_MIN_ROWS else None
+    if batch is not None:
+        connection.exec_driver_sql(f"INSERT INTO {table.name} ({names}) {_json_rows(len(columns))}", (batch,))
+    else:
+        marks = ", ".join("?" * len(columns))
+        connection.exec_driver_sql(f"INSERT INTO {table.name} ({names}) VALUES ({marks})", rows)
+
+
+def upsert_rows(connection: Connection, dialect: str, upsert: Upsert, rows: list[tuple[Any, ...]]) -> None:
+    """Run a prepared upsert over plain tuples."""
+    if dialect == "postgresql":
+        # One statement per batch: each column travels as one array.
+        connection.exec_driver_sql(upsert.rows_sql, tuple(list(column) for column in zip(*rows, strict=True)))
+        return
+    batch = _as_json(rows) if upsert.json_sql is not None and len(rows) >= _JSON_MIN_ROWS else None
+    if batch is not None:
+        connection.exec_driver_sql(upsert.json_sql, (batch,))  # type: ignore[arg-type]
+    else:
+        connection.exec_driver_sql(upsert.rows_sql, rows)
