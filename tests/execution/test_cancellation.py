@@ -15,6 +15,7 @@ import time
 import pytest
 
 import partita as p
+from partita.execution.workers import parked_threads
 
 DAYS = p.DatePartitionDef()
 WAIT = 10.0  # seconds any wait for work may take before the test fails
@@ -355,8 +356,11 @@ def test_no_event_follows_run_finished_when_a_blocked_body_finishes_late():
     release = threading.Event()
     body_done = threading.Event()
 
+    worker: list[str] = []
+
     @p.asset(registry=registry)
     def stuck():
+        worker.append(threading.current_thread().name)
         started.set()
         release.wait(60)
         body_done.set()
@@ -371,9 +375,10 @@ def test_no_event_follows_run_finished_when_a_blocked_body_finishes_late():
         # The loop keeps running while the abandoned body finishes.
         release.set()
         await asyncio.wait_for(asyncio.to_thread(body_done.wait, WAIT), WAIT)
-        workers = [t for t in threading.enumerate() if t.name.startswith("partita-worker")]
-        for worker in workers:
-            await asyncio.to_thread(worker.join, WAIT)
+        deadline = time.monotonic() + WAIT
+        while worker[0] not in parked_threads():  # its late completion was posted to the loop
+            assert time.monotonic() < deadline, "the worker thread never finished posting the late outcome"
+            await asyncio.sleep(0.001)
         for _ in range(10):
             await asyncio.sleep(0)
 

@@ -3,14 +3,21 @@
 The scheduler lives on an event loop; waking it once per finished body would
 cost a loop round trip per attempt. Workers instead post to a
 `CompletionInbox`, which wakes the loop only when no wake-up is already
-pending, so one loop pass drains many completions. Threads are started lazily, at most one per
-admitted concurrent invocation.
+pending, so one loop pass drains many completions. Threads are taken
+lazily, at most one per admitted concurrent invocation.
+
+Threads outlive runs: when a run's pool shuts down, each of its threads
+parks (`_Parking`) once its last job is done, and the next run's pool takes
+a parked thread before starting a new one. Starting a thread cost about as
+much as the whole rest of a one-key run (a triggered consumer run, say); a
+thread parked for `PARKED_SECONDS` ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import os
 import queue
 import threading
 import time
@@ -19,7 +26,7 @@ from typing import Any
 
 from partita.events.emission import activate, deactivate
 
-__all__ = ["Completion", "CompletionInbox", "ThreadWorkers"]
+__all__ = ["Completion", "CompletionInbox", "ThreadWorkers", "parked_threads"]
 
 # (token, succeeded, value or exception, started_at, finished_at)
 Completion = tuple[Any, bool, Any, float, float]
@@ -63,6 +70,81 @@ class CompletionInbox:
             self._on_completions(batch)
 
 
+class _Parking:
+    """Worker threads between runs, by name prefix; one per process (a forked child starts empty)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parked: dict[str, list[queue.SimpleQueue[Any]]] = {}
+        self._started: dict[str, int] = {}
+        self._names: set[str] = set()
+
+    def lend(self, workers: ThreadWorkers, prefix: str) -> None:
+        """Give ``workers`` a thread: a parked one, or a new one."""
+        with self._lock:
+            parked = self._parked.get(prefix)
+            slot = parked.pop() if parked else None
+            if slot is None:
+                number = self._started.get(prefix, 0)
+                self._started[prefix] = number + 1
+        if slot is not None:
+            slot.put(workers)
+            return
+        slot = queue.SimpleQueue()
+        slot.put(workers)
+        thread = threading.Thread(target=self._serve, args=(slot, prefix), name=f"{prefix}-{number}", daemon=True)
+        try:
+            thread.start()
+        except BaseException:
+            workers._returned()  # no thread serves it: shutdown must not wait for one
+            raise
+
+    def names(self) -> frozenset[str]:
+        """The names of the threads parked now."""
+        with self._lock:
+            return frozenset(self._names)
+
+    def _serve(self, slot: queue.SimpleQueue[Any], prefix: str) -> None:
+        """A thread's life: serve a run's pool until it shuts down, park, and end after parking too long."""
+        while True:
+            try:
+                workers = slot.get(timeout=PARKED_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    parked = self._parked.get(prefix, [])
+                    if slot in parked:  # not lent meanwhile: end
+                        parked.remove(slot)
+                        self._names.discard(threading.current_thread().name)
+                        return
+                continue  # lent just now: its pool is in the slot
+            with self._lock:
+                self._names.discard(threading.current_thread().name)
+            workers._work()
+            with self._lock:
+                self._parked.setdefault(prefix, []).append(slot)
+                self._names.add(threading.current_thread().name)
+            workers._returned()
+            del workers
+
+    def forget(self) -> None:
+        """In a forked child: the parent's threads do not exist here."""
+        self._lock = threading.Lock()
+        self._parked = {}
+        self._names = set()
+
+
+def parked_threads() -> frozenset[str]:
+    """The names of the worker threads parked between runs now (diagnostics; tests wait on it)."""
+    return _parking.names()
+
+
+#: Seconds a thread stays parked between runs before it ends.
+PARKED_SECONDS = 30.0
+_parking = _Parking()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_parking.forget)
+
+
 class ThreadWorkers:
     """Runs ``fn(**kwargs)`` jobs on daemon threads and reports completions."""
 
@@ -78,7 +160,10 @@ class ThreadWorkers:
         self._thread_name = thread_name
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._inbox = CompletionInbox(loop, self._delivered)
-        self._threads: list[threading.Thread] = []
+        self._threads = 0
+        #: Threads that have not given this pool back yet; ``_all_returned`` is notified at zero.
+        self._serving = 0
+        self._all_returned = threading.Condition(threading.Lock())
         self._outstanding = 0
         self._closed = False
 
@@ -90,18 +175,15 @@ class ThreadWorkers:
     def submit(self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], emitter: Any = None) -> None:
         """Run ``fn(**kwargs)``; ``emitter`` becomes `partita.emit`'s producer meanwhile."""
         self._outstanding += 1
-        if self._outstanding > len(self._threads) and len(self._threads) < self._max_threads:
-            self._start_thread()
+        if self._outstanding > self._threads and self._threads < self._max_threads:
+            self._threads += 1
+            with self._all_returned:
+                self._serving += 1
+            _parking.lend(self, self._thread_name)
         self._jobs.put((token, fn, kwargs, emitter))
 
-    def _start_thread(self) -> None:
-        thread = threading.Thread(
-            target=self._work, name=f"{self._thread_name}-{len(self._threads)}", daemon=True
-        )
-        self._threads.append(thread)
-        thread.start()
-
     def _work(self) -> None:
+        """Serve this pool's jobs on the calling (lent) thread until it shuts down or its loop closes."""
         jobs, post, clock = self._jobs, self._inbox.put, time.time
         while True:
             job = jobs.get()
@@ -121,18 +203,22 @@ class ThreadWorkers:
                 return  # loop closed during shutdown
             del job, fn, kwargs, value, emitter
 
+    def _returned(self) -> None:
+        """A lent thread is done with this pool (parked again)."""
+        with self._all_returned:
+            self._serving -= 1
+            if self._serving == 0:
+                self._all_returned.notify_all()
+
     def _delivered(self, batch: list[Completion]) -> None:
         self._outstanding -= len(batch)
         self._on_completions(batch)
 
     def shutdown(self, wait: float | None = None) -> bool:
-        """Stop idle threads; return True when every thread ended within ``wait``."""
+        """Let the threads go once their jobs are done; True when every one did within ``wait``."""
         if not self._closed:
             self._closed = True
-            for _ in self._threads:
+            for _ in range(self._threads):
                 self._jobs.put(_STOP)
-        deadline = None if wait is None else time.monotonic() + wait
-        for thread in self._threads:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            thread.join(remaining)
-        return not any(thread.is_alive() for thread in self._threads)
+        with self._all_returned:
+            return self._all_returned.wait_for(lambda: self._serving == 0, wait)
