@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from partita import CronPartitions, OnAssetEvents
 from partita.automation.daemon import TriggerDaemon
@@ -228,6 +228,56 @@ def test_an_interrupted_run_whose_attempts_all_succeeded_is_not_run_again(store:
     assert TriggerDaemon([_flow(entry)], store).run_once() == 0
     (request,) = _requests(store)
     assert request.status == "finished" and len(store.list_runs()) == 1
+
+
+def test_a_consumer_run_finishes_its_request_in_the_transaction_that_records_its_end(store: SqlStore, entry: str) -> None:
+    publish(store, "2024-01-01")
+    assert TriggerDaemon([_flow(entry)], store).run_once() == 1
+    (request,) = _requests(store)
+    (run,) = store.list_runs()
+    assert request.status == "finished" and request.run_id == run.header.run_id
+    assert run.header.finished_at is not None
+    with store._engine.begin() as connection:  # noqa: SLF001 - the row's own finish time
+        (finished_at,) = connection.execute(select(trigger_requests.c.finished_at)).one()
+    assert finished_at == run.header.finished_at.timestamp()  # one write: the same instant
+
+
+def test_a_run_end_the_store_refuses_leaves_its_request_claimed_with_the_run_unfinished(
+    store: SqlStore, entry: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing half-written: neither the run's end nor its request's finish landed."""
+    publish(store, "2024-01-01")
+
+    def refused(self: SqlStore, end: Any, progress: Any = ()) -> None:
+        raise StoreError(f"store {self.url}: cannot record the run's end: database is locked")
+
+    monkeypatch.setattr(SqlStore, "record_run_finished", refused)
+    assert TriggerDaemon([_flow(entry)], store).run_once() == 0
+    monkeypatch.undo()
+    (request,) = _requests(store)
+    (run,) = store.list_runs()
+    assert request.status == "claimed" and request.run_id == run.header.run_id
+    assert run.status == "running" and run.header.finished_at is None
+
+
+def test_a_run_end_whose_acknowledgement_was_lost_still_finished_its_request_once(
+    store: SqlStore, entry: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The end and the finish committed together; the daemon saw an error: no second run starts."""
+    publish(store, "2024-01-01")
+    original = SqlStore.record_run_finished
+
+    def committed_then_lost(self: SqlStore, end: Any, progress: Any = ()) -> None:
+        original(self, end, progress)
+        raise StoreError(f"store {self.url}: cannot record the run's end: server closed the connection")
+
+    monkeypatch.setattr(SqlStore, "record_run_finished", committed_then_lost)
+    TriggerDaemon([_flow(entry)], store).run_once()
+    monkeypatch.undo()
+    (request,) = _requests(store)
+    assert request.status == "finished"
+    assert TriggerDaemon([_flow(entry)], store).run_once() == 0
+    assert runs_per_key(store) == {"2024-01-01": 1}
 
 
 def test_rerun_interrupted_must_be_a_whole_number() -> None:

@@ -38,8 +38,6 @@ class TriggerEvaluator(Protocol):
     @property
     def consumer_def(self) -> Any: ...
 
-    def finish(self, request: TriggerRequest) -> None: ...
-
     def abandon(self, request: TriggerRequest, error: str, *, alone: bool = False) -> None: ...
 
     def start_failed(self, request: TriggerRequest, error: Exception) -> None: ...
@@ -51,7 +49,9 @@ def run_request(
     """Start the consumer run of claimed requests with their triggering events; None when it did not start.
 
     A start the store refuses (locked, connection lost) gives the requests
-    back, to be retried; a plan that is refused abandons them.
+    back, to be retried; a plan that is refused abandons them. The requests
+    finish in the transaction that records the run's end (the journal's
+    `RunEnd.serves_trigger_flow`): a run never ends with its requests open.
     """
     requests = [claimed] if isinstance(claimed, TriggerRequest) else list(claimed)
     lead = requests[0]
@@ -71,7 +71,6 @@ def run_request(
         log.error("flow %s: a consumer run could not run: %s", evaluator.flow.name, exc)
         evaluator.abandon(lead, str(exc))
         return None
-    evaluator.finish(lead)
     return outcome
 
 

@@ -320,11 +320,6 @@ class TriggerEvaluator:
         members = self.triggers.claimed_under(self.flow.name, run_id)
         return [replace(member, claimed_at=now, interrupted=False) for member in members] or None
 
-    def finish(self, request: TriggerRequest) -> None:
-        """Finish the request and every request claimed under its run id."""
-        assert request.run_id is not None
-        self.triggers.finish_run(self.flow.name, request.run_id, time.time())
-
     def abandon(self, request: TriggerRequest, error: str, *, alone: bool = False) -> None:
         """The request can never run (its plan is refused): close it, visibly (alone: not its batch)."""
         log.error("flow %s: consumer request %s cannot run and is abandoned: %s", self.flow.name, request.id, error)

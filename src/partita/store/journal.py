@@ -26,7 +26,7 @@ import threading
 import time
 from typing import Any
 
-from partita.definitions.launch import RunLaunch
+from partita.definitions.launch import LaunchKind, RunLaunch
 from partita.execution.attempt_logs import RunLogs
 from partita.execution.cancellation import RunCancellation
 from partita.execution.events import AttemptFinished, AttemptRetrying, AttemptStarted, ExecutionEvent
@@ -46,6 +46,8 @@ HEARTBEAT_SECONDS = 5.0
 CANCEL_POLL_SECONDS = 0.5
 #: What a run cancelled on request says caused it.
 CANCEL_REQUESTED = "a cancel request recorded in the store (partita runs cancel)"
+#: Runs the trigger daemon launches: their end finishes the requests they serve.
+_TRIGGERED = (LaunchKind.TRIGGER, LaunchKind.SCHEDULE)
 _IDLE_TICKS = 20  # the flusher thread ends after this many ticks without a running journal
 
 
@@ -321,6 +323,7 @@ class StoreJournal:
                     "callback_errors": list(header.callback_errors),
                     "discovered_key_counts": header.discovered_key_counts,
                 },
+                serves_trigger_flow=self._launch.flow_name if self._launch.kind in _TRIGGERED else None,
             ),
             # The last attempts commit with the outcome: a short run costs one write at its end.
             [*self._unwritten, *self._take_progress()],

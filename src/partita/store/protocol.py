@@ -139,6 +139,9 @@ class RunEnd:
     status: str
     finished_at: dt.datetime
     summary: dict[str, Any] = field(default_factory=dict)
+    #: A triggered run: the flow whose trigger requests claimed under this run id it serves.
+    #: They finish in the transaction that records the end, so a run never ends with its requests open.
+    serves_trigger_flow: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

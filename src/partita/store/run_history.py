@@ -49,7 +49,7 @@ from partita.store.run_rows import (
     stored_run,
     task_records,
 )
-from partita.store.schema import attempts, events, invocations, run_tags, runs
+from partita.store.schema import FINISH_RUN_REQUESTS, attempts, events, invocations, run_tags, runs
 
 __all__ = ["MIN_RUN_ID_PREFIX", "SqlRunHistory"]
 
@@ -84,6 +84,7 @@ class SqlRunHistory:
         )
         # Upserts as driver SQL: rows go to ``executemany`` as plain tuples;
         # skipping per-row parameter processing halves the writer's cost.
+        self._finish_requests_sql = database.driver_sql(FINISH_RUN_REQUESTS)
         self._upsert_attempts = database.upsert_sql(attempts, ("run_id", "asset", "idx"))
         self._upsert_invocations = database.upsert_sql(invocations, ("run_id", "asset", "idx", "number"))
 
@@ -209,6 +210,9 @@ class SqlRunHistory:
                 for batch in progress:
                     self._write_progress(connection, end.run_id, replayed(batch) if number else batch)
                 connection.exec_driver_sql(self._run_end_sql, values)
+                if end.serves_trigger_flow is not None:
+                    requests = (finished, end.serves_trigger_flow, end.run_id)
+                    connection.exec_driver_sql(self._finish_requests_sql, requests)
 
         with self._failures("record the run's end"):
             retry_transient(write)

@@ -276,6 +276,13 @@ trigger_requests = Table(
     Index("ix_partita_trigger_requests_status", "flow", "status"),
 )
 
+#: What a finished request's row says: its run ran (set with the run's end, or by the daemon).
+TRIGGER_REQUEST_FINISHED = "status = 'finished', finished_at = ?, start_failures = 0, not_before = NULL"
+#: Finish every request of a flow claimed under a run id (parameters: finished_at, flow, run_id).
+FINISH_RUN_REQUESTS = (
+    f"UPDATE {trigger_requests.name} SET {TRIGGER_REQUEST_FINISHED} WHERE flow = ? AND status = 'claimed' AND run_id = ?"
+)
+
 trigger_runs = Table(
     "partita_trigger_runs",
     metadata,

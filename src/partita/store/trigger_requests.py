@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from partita.store.schema import trigger_requests, trigger_runs
+from partita.store.schema import FINISH_RUN_REQUESTS, TRIGGER_REQUEST_FINISHED, trigger_requests, trigger_runs
 from partita.store.sql import SqlStore
 
 __all__ = ["TriggerLaunch", "TriggerRequest", "TriggerRequests"]
@@ -29,7 +29,6 @@ __all__ = ["TriggerLaunch", "TriggerRequest", "TriggerRequests"]
 #: Requests claimed per statement (a batch may be larger; its statements share one transaction).
 _CLAIM_CHUNK = 500
 #: What finishing a request sets (its finish time is the statement's first parameter).
-_FINISHED = "status = 'finished', finished_at = ?, start_failures = 0, not_before = NULL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,15 +216,12 @@ class TriggerRequests:
 
     def finish_run(self, flow: str, run_id: str, now: float) -> None:
         """Finish every request of ``flow`` claimed under ``run_id``: its run ran."""
-        statement = (
-            f"UPDATE {trigger_requests.name} SET {_FINISHED} WHERE flow = ? AND status = 'claimed' AND run_id = ?"
-        )
         with self._failures("finish trigger requests"), self._database.write() as connection:
-            connection.exec_driver_sql(self._database.driver_sql(statement), (now, flow, run_id))
+            connection.exec_driver_sql(self._database.driver_sql(FINISH_RUN_REQUESTS), (now, flow, run_id))
 
     def finish(self, request_id: int, now: float) -> None:
         statement = (
-            f"UPDATE {trigger_requests.name} SET {_FINISHED} WHERE id = ?"
+            f"UPDATE {trigger_requests.name} SET {TRIGGER_REQUEST_FINISHED} WHERE id = ?"
         )
         with self._failures("finish a trigger request"), self._database.write() as connection:
             connection.exec_driver_sql(self._database.driver_sql(statement), (now, request_id))
