@@ -238,15 +238,18 @@ class _LostAcknowledgement:
         self._inside = threading.local()
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        write, method = self.store.database.write, getattr(self.store, self.method)
+        method = getattr(self.store, self.method)
 
-        @contextlib.contextmanager
-        def committed_then_lost() -> Iterator[Any]:
-            with write() as connection:
-                yield connection
-            if getattr(self._inside, "active", False) and self.raised == 0:
-                self.raised += 1
-                raise _connection_lost(self.store)
+        def committed_then_lost(write: Callable[[], Any]) -> Callable[[], Any]:
+            @contextlib.contextmanager
+            def transaction() -> Iterator[Any]:
+                with write() as connection:
+                    yield connection
+                if getattr(self._inside, "active", False) and self.raised == 0:
+                    self.raised += 1
+                    raise _connection_lost(self.store)
+
+            return transaction
 
         def watched(*args: Any, **kwargs: Any) -> Any:
             self._inside.active = True
@@ -255,7 +258,8 @@ class _LostAcknowledgement:
             finally:
                 self._inside.active = False
 
-        monkeypatch.setattr(self.store.database, "write", committed_then_lost)
+        for name in ("write", "driver_write"):  # SQLAlchemy's transactions, and the driver's own
+            monkeypatch.setattr(self.store.database, name, committed_then_lost(getattr(self.store.database, name)))
         monkeypatch.setattr(self.store, self.method, watched)
 
 

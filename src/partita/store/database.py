@@ -26,6 +26,7 @@ from sqlalchemy.pool import StaticPool
 
 from partita.errors import ConfigurationError, StoreError
 from partita.store.bulk_writes import Upsert, insert_rows, upsert_rows, upsert_statements
+from partita.store.driver_writes import SqliteWriters
 from partita.store.fork_gate import sqlite_write
 from partita.store.local_wakeup import WakeupSender, local_wakeup_supported
 from partita.store.location import (
@@ -131,6 +132,8 @@ class Database:
         self.sqlite_path: str | None = None
         # Wakes the trigger daemons serving the same SQLite file after events commit.
         self._wakeup: WakeupSender | None = None
+        #: Each thread's own write connection to a SQLite file (`driver_write`).
+        self._writers: SqliteWriters | None = None
         if location.backend is StoreBackend.SQLITE:
             if location.path is not None:
                 self.access, self.created = sqlite_access(location, create=create)
@@ -138,6 +141,8 @@ class Database:
                 if local_wakeup_supported():
                     self._wakeup = WakeupSender(self.sqlite_path)
             self.engine = _sqlite_engine(location, self.access)
+            if self.sqlite_path is not None and self.access is SqliteAccess.READ_WRITE:
+                self._writers = SqliteWriters(self.driver_connection)
         else:
             self.engine = _postgresql_engine(parsed)
         self._url = location.display
@@ -193,6 +198,26 @@ class Database:
             with connection.begin():
                 yield connection
             assets = connection.info.pop(_EVENTS_WRITTEN, None)
+        if assets:
+            self.events_committed(assets)
+
+    @contextlib.contextmanager
+    def driver_write(self) -> Iterator[Any]:
+        """A write transaction whose body runs driver SQL only (``exec_driver_sql``, `insert`, `upsert`).
+
+        On a SQLite file opened for writing it is the calling thread's own
+        connection (`driver_writes`), without SQLAlchemy's cost per
+        transaction and statement; elsewhere it is `write`. Statements return
+        the DBAPI cursor there: use iteration, ``fetchone``, ``fetchall`` and
+        ``rowcount`` only.
+        """
+        if self._writers is None:
+            with self.write() as connection:
+                yield connection
+            return
+        with self._writers.transaction() as transaction:
+            yield transaction
+        assets = transaction.info.pop(_EVENTS_WRITTEN, None)
         if assets:
             self.events_committed(assets)
 
@@ -271,7 +296,9 @@ class Database:
         return psycopg.connect(self.psycopg_conninfo, connect_timeout=10)
 
     def dispose(self) -> None:
-        """Close the pool's connections."""
+        """Close the pool's connections and the threads' write connections."""
+        if self._writers is not None:
+            self._writers.close()
         self.engine.dispose()
 
     def __repr__(self) -> str:

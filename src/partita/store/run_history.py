@@ -85,6 +85,7 @@ class SqlRunHistory:
         # Upserts as driver SQL: rows go to ``executemany`` as plain tuples;
         # skipping per-row parameter processing halves the writer's cost.
         self._finish_requests_sql = database.driver_sql(FINISH_RUN_REQUESTS)
+        self._tags_sql = database.driver_sql(f"INSERT INTO {run_tags.name} (run_id, key, value) VALUES (?, ?, ?)")
         self._upsert_attempts = database.upsert_sql(attempts, ("run_id", "asset", "idx"))
         self._upsert_invocations = database.upsert_sql(invocations, ("run_id", "asset", "idx", "number"))
 
@@ -97,22 +98,22 @@ class SqlRunHistory:
         """
         values = run_start_row(run)
         started = values[2]
-        tag_rows = [{"run_id": run.run_id, "key": key, "value": value} for key, value in run.launch.tags]
+        tag_rows = [(run.run_id, key, value) for key, value in run.launch.tags]
 
         def insert(number: int) -> None:
-            with self._database.write() as connection:
+            with self._database.driver_write() as connection:
                 if number and self._run_row_is(connection, run.run_id, run.owner_token, started):
                     return  # an earlier try committed; only its acknowledgement was lost
                 connection.exec_driver_sql(self._run_start_sql, values)
                 if tag_rows:  # with the run's row: a run is never listed without its tags
-                    connection.execute(run_tags.insert(), tag_rows)
+                    connection.exec_driver_sql(self._tags_sql, tag_rows)
 
         with self._failures("record the run's start"):
             retry_transient(insert)
 
-    def _run_row_is(self, connection: Connection, run_id: str, owner_token: str, started: float) -> bool:
+    def _run_row_is(self, connection: Any, run_id: str, owner_token: str, started: float) -> bool:
         """Whether this run's row exists as this owner wrote it (not another run with the same id)."""
-        row = connection.exec_driver_sql(self._run_row_sql, (run_id,)).first()
+        row = connection.exec_driver_sql(self._run_row_sql, (run_id,)).fetchone()
         return row is not None and row[0] == owner_token and row[1] == started
 
     def record_progress(
@@ -134,13 +135,13 @@ class SqlRunHistory:
             return
 
         def write(number: int) -> None:
-            with self._database.write() as connection:
+            with self._database.driver_write() as connection:
                 self._write_progress(connection, run_id, replayed(batch) if number else batch)
 
         with self._failures("record attempts"):
             retry_transient(write)
 
-    def _write_progress(self, connection: Connection, run_id: str, batch: ProgressBatch) -> None:
+    def _write_progress(self, connection: Any, run_id: str, batch: ProgressBatch) -> None:
         """Attempt, invocation and outlet rows of one batch.
 
         A replay (a retry, or a batch whose earlier write had an unknown
@@ -175,7 +176,7 @@ class SqlRunHistory:
             database.insert(connection, events, outlets, skip=1)
 
     def _unstored_outlets(
-        self, connection: Connection, run_id: str, outlets: list[tuple[Any, ...]]
+        self, connection: Any, run_id: str, outlets: list[tuple[Any, ...]]
     ) -> list[tuple[Any, ...]]:
         """The outlet rows not yet stored: a run announces each (asset, key) success once."""
         stored: set[tuple[str, str | None]] = set()
@@ -194,7 +195,7 @@ class SqlRunHistory:
         """Tell other hosts the run's owner is alive at ``at``."""
 
         def write(_: int) -> None:
-            with self._database.write() as connection:
+            with self._database.driver_write() as connection:
                 connection.exec_driver_sql(self._heartbeat_sql, (at, run_id))
 
         with self._failures("record a heartbeat"):
@@ -206,7 +207,7 @@ class SqlRunHistory:
         values = (end.status, finished, finished, json.dumps(end.summary), end.run_id)
 
         def write(number: int) -> None:
-            with self._database.write() as connection:
+            with self._database.driver_write() as connection:
                 for batch in progress:
                     self._write_progress(connection, end.run_id, replayed(batch) if number else batch)
                 connection.exec_driver_sql(self._run_end_sql, values)

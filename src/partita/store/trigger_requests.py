@@ -131,7 +131,7 @@ class TriggerRequests:
             "WHERE flow = ? AND status = 'claimed' AND run_id = ? AND claimed_at = ?"
         )
         params = (now, request.flow, request.run_id, request.claimed_at)
-        with self._failures("claim a trigger request"), self._database.write() as connection:
+        with self._failures("claim a trigger request"), self._database.driver_write() as connection:
             return bool(connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount > 0)
 
     def claim_pending(self, requests: Sequence[TriggerRequest], run_id: str, now: float) -> list[int]:
@@ -143,7 +143,7 @@ class TriggerRequests:
         if not requests:
             return []
         won: list[int] = []
-        with self._failures("claim trigger requests"), self._database.write() as connection:
+        with self._failures("claim trigger requests"), self._database.driver_write() as connection:
             for start in range(0, len(requests), _CLAIM_CHUNK):  # bound the statement's parameters
                 chunk = requests[start : start + _CLAIM_CHUNK]
                 statement = (
@@ -174,7 +174,7 @@ class TriggerRequests:
             f"UPDATE {trigger_requests.name} SET run_id = ?, claimed_at = ?, tries = tries + 1 "
             "WHERE flow = ? AND status = 'claimed' AND run_id = ?"
         )
-        with self._failures("claim a follow-up run"), self._database.write() as connection:
+        with self._failures("claim a follow-up run"), self._database.driver_write() as connection:
             won = connection.exec_driver_sql(
                 self._database.driver_sql(statement), (run_id, now, request.flow, request.run_id)
             ).rowcount > 0
@@ -206,7 +206,7 @@ class TriggerRequests:
             "WHERE flow = ? AND status = 'claimed' AND run_id = ? AND claimed_at = ?"
         )
         params = (not_before, error, request.flow, request.run_id, request.claimed_at)
-        with self._failures("release a trigger request"), self._database.write() as connection:
+        with self._failures("release a trigger request"), self._database.driver_write() as connection:
             released = connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount > 0
             if released:
                 connection.exec_driver_sql(
@@ -216,14 +216,14 @@ class TriggerRequests:
 
     def finish_run(self, flow: str, run_id: str, now: float) -> None:
         """Finish every request of ``flow`` claimed under ``run_id``: its run ran."""
-        with self._failures("finish trigger requests"), self._database.write() as connection:
+        with self._failures("finish trigger requests"), self._database.driver_write() as connection:
             connection.exec_driver_sql(self._database.driver_sql(FINISH_RUN_REQUESTS), (now, flow, run_id))
 
     def finish(self, request_id: int, now: float) -> None:
         statement = (
             f"UPDATE {trigger_requests.name} SET {TRIGGER_REQUEST_FINISHED} WHERE id = ?"
         )
-        with self._failures("finish a trigger request"), self._database.write() as connection:
+        with self._failures("finish a trigger request"), self._database.driver_write() as connection:
             connection.exec_driver_sql(self._database.driver_sql(statement), (now, request_id))
 
     def abandon(self, request: TriggerRequest, error: str, now: float, *, alone: bool = False) -> bool:
@@ -239,7 +239,7 @@ class TriggerRequests:
         params: tuple[Any, ...] = (now, error, request.flow, request.run_id)
         if alone:
             statement, params = statement + " AND id = ?", (*params, request.id)
-        with self._failures("abandon a trigger request"), self._database.write() as connection:
+        with self._failures("abandon a trigger request"), self._database.driver_write() as connection:
             return bool(connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount > 0)
 
     def run_status(self, run_id: str) -> str | None:
