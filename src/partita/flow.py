@@ -103,10 +103,18 @@ def _resources(value: Any) -> dict[str, ResourcePolicy]:
     return dict(value)
 
 
+#: Classes that passed the `Store` protocol check: a runtime protocol check with
+#: this many methods cost more than a triggered run's own planning.
+_STORE_CLASSES: set[type] = set()
+
+
 def _checked_store(store: Any) -> Store | str | bool | None:
-    if store is not None and store is not False and not isinstance(store, (str, Store)):
+    if store is None or store is False or isinstance(store, str) or type(store) in _STORE_CLASSES:
+        return store  # type: ignore[no-any-return]
+    if not isinstance(store, Store):
         raise DefinitionError("Flow store must be a store URL, a Store, False (no store) or None")
-    return store  # type: ignore[no-any-return]
+    _STORE_CLASSES.add(type(store))
+    return store
 
 
 class Flow:

@@ -252,6 +252,17 @@ class Database:
         finally:
             cursor.close()
 
+    def read(self, statement: str, parameters: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Every row of driver SQL ``statement`` (``?`` placeholders) as plain tuples, on the cheapest connection.
+
+        On a SQLite file opened for writing: the calling thread's own
+        connection (`driver_write`'s). Elsewhere: a pooled connection's cursor.
+        """
+        if self._writers is not None:
+            return self._writers.rows(statement, parameters)
+        with self.connect() as connection:
+            return self.rows(connection, statement, parameters)
+
     def upsert_sql(self, table: Any, keys: tuple[str, ...], only: set[str] | None = None) -> Upsert:
         """An upsert of ``table``'s rows on ``keys`` for this backend: prepare it once, run it with `upsert`.
 

@@ -45,7 +45,7 @@ class DriverTransaction:
 
 
 class SqliteWriters:
-    """Each thread's write connection to one SQLite file, and the transactions on it."""
+    """Each thread's own connection to one SQLite file: its write transactions, and reads outside them."""
 
     def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
         self._connect = connect
@@ -78,6 +78,10 @@ class SqliteWriters:
                     with contextlib.suppress(sqlite3.Error):
                         connection.execute("ROLLBACK")
                 raise
+
+    def rows(self, statement: str, parameters: Any = ()) -> list[Any]:
+        """Every row of a read on this thread's connection, outside any transaction (WAL: the newest commit)."""
+        return self._connection().execute(statement, parameters).fetchall()
 
     def close(self) -> None:
         """Close every thread's connection (the store is closing)."""

@@ -27,6 +27,8 @@ from partita.store.schema import events
 __all__ = ["SqlEventStore"]
 
 _ID_CHUNK = 500
+#: Every events column by name, in table order (`event_of` reads them by position).
+_COLUMNS = ", ".join(column.name for column in events.columns)
 #: Up to this many keys are asked for by name; more by the span from the least to the greatest.
 _NAMED_KEYS = 4 * _ID_CHUNK
 #: An asset's keyed outlet events: the partial index ``ix_partita_events_outlet_key`` holds exactly these.
@@ -222,13 +224,12 @@ class SqlEventStore:
         """These events, in id order (unknown ids are skipped)."""
         found: list[AssetEvent] = []
         wanted = sorted(set(ids))
-        with self._failures("read events"), self._database.connect() as connection:
+        with self._failures("read events"):
             for start in range(0, len(wanted), _ID_CHUNK):
                 chunk = wanted[start : start + _ID_CHUNK]
-                query = f"SELECT * FROM {events.name} WHERE id IN ({', '.join('?' * len(chunk))}) ORDER BY id"
-                found.extend(
-                    event_of(row) for row in connection.exec_driver_sql(self._database.driver_sql(query), tuple(chunk))
-                )
+                marks = ", ".join("?" * len(chunk))
+                query = self._database.driver_sql(f"SELECT {_COLUMNS} FROM {events.name} WHERE id IN ({marks}) ORDER BY id")
+                found.extend(event_of(row) for row in self._database.read(query, tuple(chunk)))
         return found
 
     def close(self) -> None:

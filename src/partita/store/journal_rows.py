@@ -22,6 +22,7 @@ __all__ = ["is_plain_success", "outlet_row", "success_row"]
 
 _SUCCESS = AttemptStatus.SUCCESS
 _OUTLET = SourceKind.OUTLET.value
+_TIGHT = (",", ":")
 _RESOLUTION_TEXT: dict[Resolution | None, str | None] = {resolution: resolution.value for resolution in Resolution}
 _RESOLUTION_TEXT[None] = None
 
@@ -42,7 +43,9 @@ def success_row(run_id: str, attempt: AttemptResult, key_text: str | None) -> tu
     )  # fmt: skip
 
 
-def outlet_row(run_id: str, attempt: AttemptResult, format_key: Callable[[Any], str] | None, now: float) -> tuple[Any, ...]:
+def outlet_row(
+    run_id: str, attempt: AttemptResult, format_key: Callable[[Any], str] | None, now: float
+) -> tuple[Any, ...]:
     """The events row announcing a successful attempt's asset and key.
 
     Written exactly once, with the success it announces: it needs no dedupe
@@ -51,8 +54,9 @@ def outlet_row(run_id: str, attempt: AttemptResult, format_key: Callable[[Any], 
     present = attempt.partition_key_present
     key_text = format_key(attempt.partition_key) if present and format_key is not None else None
     materialization_id = attempt.materialization_id
-    extra = "{}" if materialization_id is None else json.dumps({"materialization_id": materialization_id}, separators=(",", ":"))
+    extra = "{}" if materialization_id is None else json.dumps({"materialization_id": materialization_id}, separators=_TIGHT)
     invocations = attempt.invocations
     timestamp = invocations[-1].finished_at if invocations else now
     asset = attempt.asset_name
-    return (asset, key_text, None, extra, timestamp, _OUTLET, run_id, asset, present, len(invocations) or None, None, None)
+    count = len(invocations) or None
+    return (asset, key_text, None, extra, timestamp, _OUTLET, run_id, asset, present, count, None, None)

@@ -41,19 +41,23 @@ def event_row(draft: EventDraft) -> tuple[Any, ...]:
 
 
 def event_of(row: Any) -> AssetEvent:
-    """The event an events row holds."""
+    """The event an events row holds: every column, in table order (a SQLAlchemy row or a driver's tuple)."""
+    (
+        id_, asset, partition_key, partition_date, extra, timestamp,
+        source_kind, source_run_id, source_asset, source_key_present, source_invocation, *_,
+    ) = row  # fmt: skip
     return AssetEvent(
-        id=int(row.id),
-        asset=row.asset,
-        partition_key=row.partition_key,
-        partition_date=None if row.partition_date is None else dt.datetime.fromisoformat(row.partition_date),
-        extra=json.loads(row.extra),
-        timestamp=utc_datetime(row.timestamp),  # type: ignore[arg-type]
+        id=int(id_),
+        asset=asset,
+        partition_key=partition_key,
+        partition_date=None if partition_date is None else dt.datetime.fromisoformat(partition_date),
+        extra=json.loads(extra),
+        timestamp=utc_datetime(timestamp),  # type: ignore[arg-type]
         source=EventSource(
-            kind=SourceKind(row.source_kind),
-            run_id=row.source_run_id,
-            asset=row.source_asset,
-            partition_key_present=None if row.source_key_present is None else bool(row.source_key_present),
-            invocation=row.source_invocation,
+            kind=SourceKind(source_kind),
+            run_id=source_run_id,
+            asset=source_asset,
+            partition_key_present=None if source_key_present is None else bool(source_key_present),
+            invocation=source_invocation,
         ),
     )

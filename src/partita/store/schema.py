@@ -280,7 +280,8 @@ trigger_requests = Table(
 TRIGGER_REQUEST_FINISHED = "status = 'finished', finished_at = ?, start_failures = 0, not_before = NULL"
 #: Finish every request of a flow claimed under a run id (parameters: finished_at, flow, run_id).
 FINISH_RUN_REQUESTS = (
-    f"UPDATE {trigger_requests.name} SET {TRIGGER_REQUEST_FINISHED} WHERE flow = ? AND status = 'claimed' AND run_id = ?"
+    f"UPDATE {trigger_requests.name} SET {TRIGGER_REQUEST_FINISHED} "
+    "WHERE flow = ? AND status = 'claimed' AND run_id = ?"
 )
 
 trigger_runs = Table(

@@ -62,21 +62,30 @@ class TriggerLaunch:
     follows_run_id: str | None
 
 
+#: Every requests column by name, in table order (`_request` reads them by position).
+_COLUMNS = ", ".join(column.name for column in trigger_requests.columns)
+
+
 def _request(row: Any) -> TriggerRequest:
+    """The request a row of every column (`_COLUMNS` order) holds: a SQLAlchemy row or a driver's tuple."""
+    (
+        id_, flow, partition_key, generation, status, event_ids, run_id, created_at, claimed_at, _,
+        tries, start_failures, not_before, last_error,
+    ) = row  # fmt: skip
     return TriggerRequest(
-        id=int(row.id),
-        flow=row.flow,
-        partition_key=row.partition_key,
-        generation=row.generation,
-        status=row.status,
-        event_ids=tuple(json.loads(row.event_ids)),
-        run_id=row.run_id,
-        created_at=row.created_at,
-        claimed_at=row.claimed_at,
-        tries=int(row.tries),
-        start_failures=int(row.start_failures),
-        not_before=row.not_before,
-        last_error=row.last_error,
+        id=int(id_),
+        flow=flow,
+        partition_key=partition_key,
+        generation=generation,
+        status=status,
+        event_ids=tuple(json.loads(event_ids)),
+        run_id=run_id,
+        created_at=created_at,
+        claimed_at=claimed_at,
+        tries=int(tries),
+        start_failures=int(start_failures),
+        not_before=not_before,
+        last_error=last_error,
     )
 
 
@@ -103,7 +112,8 @@ class TriggerRequests:
         With ``due_at``, requests whose failed start backs off past that time are left out.
         """
         query = (
-            f"SELECT * FROM {trigger_requests.name} WHERE flow = ? AND status IN ({', '.join('?' * len(statuses))})"
+            f"SELECT {_COLUMNS} FROM {trigger_requests.name} "
+            f"WHERE flow = ? AND status IN ({', '.join('?' * len(statuses))})"
         )
         params: tuple[Any, ...] = (flow, *statuses)
         if due_at is not None:
@@ -113,8 +123,8 @@ class TriggerRequests:
         if limit is not None:
             query += " LIMIT ?"
             params += (limit,)
-        with self._failures("read trigger requests"), self._database.connect() as connection:
-            return [_request(row) for row in connection.exec_driver_sql(self._database.driver_sql(query), params)]
+        with self._failures("read trigger requests"):
+            return [_request(row) for row in self._database.read(self._database.driver_sql(query), params)]
 
     def claim(self, request: TriggerRequest, run_id: str, now: float) -> bool:
         """Take a pending request (or a stale claim) for this daemon; only one claimant wins.
@@ -162,11 +172,12 @@ class TriggerRequests:
     def claimed_under(self, flow: str, run_id: str) -> list[TriggerRequest]:
         """The requests of ``flow`` claimed under ``run_id`` (a batch, or one request), in creation order."""
         query = (
-            f"SELECT * FROM {trigger_requests.name} WHERE flow = ? AND status = 'claimed' AND run_id = ? ORDER BY id"
+            f"SELECT {_COLUMNS} FROM {trigger_requests.name} "
+            "WHERE flow = ? AND status = 'claimed' AND run_id = ? ORDER BY id"
         )
         params = (flow, run_id)
-        with self._failures("read claimed trigger requests"), self._database.connect() as connection:
-            return [_request(row) for row in connection.exec_driver_sql(self._database.driver_sql(query), params)]
+        with self._failures("read claimed trigger requests"):
+            return [_request(row) for row in self._database.read(self._database.driver_sql(query), params)]
 
     def follow_up(self, request: TriggerRequest, run_id: str, now: float) -> bool:
         """Claim the next try of a request whose run was interrupted; only one claimant wins."""
