@@ -338,3 +338,36 @@ def test_a_periodic_flush_that_failed_does_not_keep_the_run_end_from_being_recor
     assert flushed.is_set()
     monkeypatch.undo()
     _assert_recorded_once(store, result)
+
+
+# -- pooled connections the server closed -------------------------------------------
+
+
+def _terminate_all_but(admin: Any, database: str) -> int:
+    """End every other backend of ``database`` (as a server restart does); how many."""
+    rows = admin.execute(
+        "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+        (database,),
+    ).fetchall()
+    return len(rows)
+
+
+def test_pooled_postgresql_connections_the_server_closed_are_replaced_on_checkout(pg_store):
+    """No ping per checkout: a closed socket is seen without a round trip, and a new connection serves."""
+    import psycopg
+
+    registry = p.AssetRegistry()
+
+    @p.asset(registry=registry)
+    def body() -> int:
+        return 1
+
+    flow = p.Flow(["body"], registry=registry, store=pg_store)
+    assert flow.run().succeeded  # the pool now holds connections
+    database = pg_store.database.engine.url.database
+    with psycopg.connect(pg_store.connect_url, autocommit=True) as admin:
+        assert _terminate_all_but(admin, database) >= 1
+    for _ in range(3):  # every pooled connection is checked out in turn
+        assert len(pg_store.list_runs()) >= 1
+    assert flow.run().succeeded
+    assert len(pg_store.list_runs()) == 2

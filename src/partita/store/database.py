@@ -14,6 +14,7 @@ IMMEDIATE``) so a transaction never has to upgrade its lock midway.
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -21,7 +22,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from partita.errors import ConfigurationError, StoreError
@@ -104,12 +105,24 @@ def _postgresql_engine(url: URL) -> Engine:
         raise ConfigurationError(
             "a postgresql:// store needs psycopg; install it with: pip install 'partita[postgres]'"
         ) from None
-    return create_engine(
+    engine = create_engine(
         url.set(drivername="postgresql+psycopg"),
-        pool_pre_ping=True,
         pool_size=2,
         connect_args={"connect_timeout": 10},
     )
+
+    @event.listens_for(engine, "checkout")
+    def _closed_by_the_server(dbapi_connection: Any, _: Any, __: Any) -> None:
+        """A pooled connection the server closed (a restart, a terminated backend) is replaced.
+
+        An idle connection receives nothing unless the server ended it: a
+        socket with something to read, checked without waiting, replaces a
+        ping round trip per checkout (a trigger pass checks out several).
+        """
+        if dbapi_connection.closed or select.select([dbapi_connection.fileno()], [], [], 0)[0]:
+            raise DisconnectionError("the server closed this pooled connection")
+
+    return engine
 
 
 class Database:
