@@ -393,6 +393,7 @@ class Flow:
         """
         import asyncio
 
+        from partita.execution import loop_runner
         from partita.execution.engine import execute_plan
 
         plan = self._approved(config)
@@ -406,7 +407,7 @@ class Flow:
             )
         with self._recording() as store:
             options = self._options(plan, observers, store, triggering_events, launched_by)
-            return asyncio.run(execute_plan(plan, options, run_id=run_id))
+            return loop_runner.run(execute_plan(plan, options, run_id=run_id))
 
     async def run_async(
         self,

@@ -37,6 +37,7 @@ from partita.automation.evaluation import TriggerEvaluator, run_request
 from partita.automation.logs import json_log_handler
 from partita.automation.triggers import OnAssetEvents
 from partita.errors import PartitaError
+from partita.execution.loop_runner import ThreadLoops
 from partita.flow import Flow
 from partita.results.model import AttemptStatus, RunResult
 from partita.store.local_wakeup import WakeupReceiver, local_wakeup_supported
@@ -106,7 +107,11 @@ class TriggerDaemon:
         self.daemon_id = uuid.uuid4().hex
         self._stop = threading.Event()
         self._in_flight: set[concurrent.futures.Future[Any]] = set()
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_in_flight, thread_name_prefix="partita-consumer")
+        # Each consumer thread keeps one event loop for the runs it starts (closed with the pool).
+        self._loops = ThreadLoops()
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_in_flight, thread_name_prefix="partita-consumer", initializer=self._loops.keep
+        )
         #: Consumer runs started, and claimed runs whose start the store refused (their requests stay pending).
         self.started_runs = 0
         self.unstarted_runs = 0
@@ -191,6 +196,7 @@ class TriggerDaemon:
                 break
         concurrent.futures.wait(list(self._in_flight))
         self._pool.shutdown(wait=True)
+        self._loops.close()
         return self.started_runs - before
 
     def serve(self) -> None:
@@ -235,6 +241,7 @@ class TriggerDaemon:
                 self._local = None
             concurrent.futures.wait(list(self._in_flight))
             self._pool.shutdown(wait=True)
+            self._loops.close()
             self._wakeup = None
             wakeup.close()
             triggers.daemon_heartbeat(self.daemon_id, time.time(), stopped=True)
