@@ -75,11 +75,13 @@ class TriggerStore(TriggerRequests):
 
     def cursor(self, flow: str) -> tuple[EventPosition, float | None]:
         """The position of the last event the flow consumed, and its last schedule tick."""
-        with self._failures("read the trigger cursor"), self._database.connect() as connection:
-            row = connection.execute(select(trigger_cursors).where(trigger_cursors.c.flow == flow)).first()
-        if row is None:
+        query = f"SELECT last_event_txid, last_event_id, last_tick FROM {trigger_cursors.name} WHERE flow = ?"
+        with self._failures("read the trigger cursor"):
+            rows = self._database.read(self._database.driver_sql(query), (flow,))
+        if not rows:
             return EventPosition(), None
-        return EventPosition(int(row.last_event_txid), int(row.last_event_id)), row.last_tick
+        txid, event_id, last_tick = rows[0]
+        return EventPosition(int(txid), int(event_id)), last_tick
 
     def knows_flow(self, flow: str) -> bool:
         """Whether the store holds trigger state of ``flow``: it was paused, evaluated or started a run."""
@@ -90,9 +92,10 @@ class TriggerStore(TriggerRequests):
         return False
 
     def is_paused(self, flow: str) -> bool:
-        with self._failures("read the flow state"), self._database.connect() as connection:
-            row = connection.execute(select(flow_state.c.paused).where(flow_state.c.flow == flow)).first()
-        return bool(row and row[0])
+        query = f"SELECT paused FROM {flow_state.name} WHERE flow = ?"
+        with self._failures("read the flow state"):
+            rows = self._database.read(self._database.driver_sql(query), (flow,))
+        return bool(rows and rows[0][0])
 
     def set_paused(self, flow: str, paused: bool, now: float) -> None:
         statement = (
@@ -121,25 +124,25 @@ class TriggerStore(TriggerRequests):
         names = list(assets)
         if not names:  # nothing to read; PostgreSQL would reject the empty IN ()
             return []
-        with self._failures("read new events"), self._database.connect() as connection:
-            # Plain DBAPI rows: a pass after a burst reads thousands, and SQLAlchemy rows would cost more than the query.
-            placeholders = ", ".join("?" * len(names))
+        placeholders = ", ".join("?" * len(names))
+        # Plain DBAPI rows: a pass after a burst reads thousands, and SQLAlchemy rows would cost more than the query.
+        with self._failures("read new events"):
             if self._database.dialect != "postgresql":
-                rows = self._database.rows(
-                    connection,
+                rows = self._database.read(
                     f"SELECT 0, id, asset, partition_key FROM {events.name} "
                     f"WHERE asset IN ({placeholders}) AND id > ? ORDER BY id LIMIT ?",
                     (*names, after.event_id, limit),
                 )
             else:
-                settled = connection.exec_driver_sql(_SETTLED_TXID).scalar_one()
-                rows = self._database.rows(
-                    connection,
-                    f"SELECT txid, id, asset, partition_key FROM {events.name} "
-                    f"WHERE (txid, id) > (?, ?) AND txid < ? AND asset IN ({placeholders}) ORDER BY txid, id LIMIT ?",
-                    (after.txid, after.event_id, int(settled), *names, limit),
-                )
-            return [(EventPosition(int(txid), int(event_id)), asset, key) for txid, event_id, asset, key in rows]
+                with self._database.connect() as connection:
+                    settled = connection.exec_driver_sql(_SETTLED_TXID).scalar_one()
+                    rows = self._database.rows(
+                        connection,
+                        f"SELECT txid, id, asset, partition_key FROM {events.name} WHERE (txid, id) > (?, ?) "
+                        f"AND txid < ? AND asset IN ({placeholders}) ORDER BY txid, id LIMIT ?",
+                        (after.txid, after.event_id, int(settled), *names, limit),
+                    )
+        return [(EventPosition(int(txid), int(event_id)), asset, key) for txid, event_id, asset, key in rows]
 
     def keys_with_events(self, asset: str, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` have at least one event of ``asset``."""
