@@ -1,0 +1,126 @@
+"""Group commit: threads of one process writing to a store at once share one transaction.
+
+A commit costs far more than the row it carries (SQLite's write lock and
+WAL frame, PostgreSQL's round trip and WAL flush), so when several threads
+emit together one of them commits for all. The first thread to arrive
+leads: it commits its own item, plus whatever other threads queued while
+the store was busy, in one transaction. Each waiter gets its own outcome only
+after that transaction has ended, and the next queued thread takes the lead.
+
+A thread that arrives while nobody else is writing commits at once in its
+own thread: it never waits for company and pays no hand-off. The commit
+function reports per-item outcomes (an item's own failure among them); if it
+raises instead, nothing was committed, so the followers it carried stay
+queued and the next one leads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+__all__ = ["GroupCommit"]
+
+Item = TypeVar("Item")
+Outcome = TypeVar("Outcome")
+
+#: Most items one transaction carries; a larger queue is served by the next leader.
+GROUP_LIMIT = 64
+
+
+class _Follower:
+    """A thread waiting in the queue: its item, then either its outcome or the lead."""
+
+    __slots__ = ("item", "outcome", "wake", "leads", "taken")
+
+    def __init__(self, item: Any) -> None:
+        self.item = item
+        self.outcome: Any = None
+        self.wake = threading.Lock()
+        self.wake.acquire()  # released by the leader: outcome ready, or the lead passed on
+        self.leads = False
+        self.taken = False  # in a leader's transaction: it will get an outcome
+
+
+class GroupCommit(Generic[Item, Outcome]):
+    """Runs ``commit(items) -> outcomes`` (one per item, in order) for items that threads submit together."""
+
+    def __init__(self, commit: Callable[[list[Item]], list[Outcome]], limit: int = GROUP_LIMIT) -> None:
+        self._commit = commit
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._busy = False  # a thread leads (or was just given the lead)
+        self._queue: deque[_Follower] = deque()
+
+    @property
+    def waiting(self) -> int:
+        """How many threads are queued behind the one committing now."""
+        with self._lock:
+            return len(self._queue)
+
+    def submit(self, item: Item) -> Outcome:
+        """``item``'s outcome, once the transaction that carried it has ended."""
+        with self._lock:
+            if self._busy:
+                follower = _Follower(item)
+                self._queue.append(follower)
+            else:
+                self._busy = True
+                follower = None
+        if follower is None:  # alone: nobody queued before us
+            try:
+                return self._commit([item])[0]
+            finally:
+                with self._lock:
+                    self._hand_on()
+        try:
+            follower.wake.acquire()
+            leads = follower.leads
+        except BaseException:  # interrupted while waiting (KeyboardInterrupt in the main thread)
+            self._abandon(follower)
+            raise
+        return self._lead(item) if leads else follower.outcome  # type: ignore[no-any-return]
+
+    def _lead(self, item: Item) -> Outcome:
+        """Commit ``item`` with the followers queued now; hand each its outcome, then pass the lead on."""
+        batch: list[_Follower] = []
+        try:
+            with self._lock:
+                while self._queue and len(batch) < self._limit - 1:
+                    follower = self._queue.popleft()
+                    follower.taken = True
+                    batch.append(follower)
+            outcomes = self._commit([item, *(follower.item for follower in batch)])
+        except BaseException:
+            with self._lock:  # nothing was committed: the followers wait for the next leader
+                for follower in reversed(batch):
+                    follower.taken = False
+                    self._queue.appendleft(follower)
+                self._hand_on()
+            raise
+        with self._lock:
+            for follower, outcome in zip(batch, outcomes[1:], strict=True):
+                follower.outcome = outcome
+                follower.wake.release()
+            self._hand_on()
+        return outcomes[0]
+
+    def _hand_on(self) -> None:
+        """With the lock held: the longest-waiting follower leads next, or nobody is busy."""
+        if self._queue:
+            follower = self._queue.popleft()
+            follower.leads = True
+            follower.wake.release()
+        else:
+            self._busy = False
+
+    def _abandon(self, follower: _Follower) -> None:
+        """A follower stops waiting: pass on a lead it was given, or leave the queue."""
+        with self._lock:
+            if follower.leads:
+                self._hand_on()
+            elif not follower.taken:
+                self._queue.remove(follower)
+            # Taken: its transaction goes on; the outcome is dropped, as a lost acknowledgement would be.
