@@ -137,26 +137,40 @@ def _outcome(call: Callable[[], Any]) -> Any:
         return exc
 
 
+def _queue_behind_a_blocked_leader(store: SqlStore, threads: list[threading.Thread]) -> None:
+    """Start ``threads[0]`` and wait until its transaction has begun (the table is locked); then queue the rest."""
+    group = store.event_store._group  # noqa: SLF001 - the transactions are what is tested
+    inner = group._commit  # noqa: SLF001
+    began = threading.Event()
+
+    def beginning(items: list[Any]) -> list[Any]:
+        began.set()
+        return inner(items)
+
+    group._commit = beginning  # noqa: SLF001
+    try:
+        threads[0].start()
+        assert began.wait(DEADLINE)  # it carries whatever queued before: from now on, followers wait
+    finally:
+        group._commit = inner  # noqa: SLF001
+    for index, thread in enumerate(threads[1:], start=1):
+        thread.start()
+        _wait_until(lambda index=index: group.waiting == index)
+
+
 def _one_group(store: SqlStore, url: str, leader: Callable[[], Any], calls: list[Callable[[], Any]]) -> list[Any]:
     """``leader`` waits on the locked table, ``calls`` queue behind it in order; then the lock goes.
 
     Returns the leader's outcome and then each call's (a receipt, or the exception raised).
     """
-    group = store.event_store._group  # noqa: SLF001
     outcomes: list[Any] = [None] * (len(calls) + 1)
-    threads: list[threading.Thread] = []
 
     def run(index: int, call: Callable[[], Any]) -> None:
         outcomes[index] = _outcome(call)
 
+    threads = [threading.Thread(target=run, args=(index, call)) for index, call in enumerate([leader, *calls])]
     with _writes_locked(url) as release:
-        threads.append(threading.Thread(target=run, args=(0, leader)))
-        threads[0].start()
-        _wait_until(lambda: group._busy)  # noqa: SLF001 - the leader has begun its transaction
-        for index, call in enumerate(calls, start=1):
-            threads.append(threading.Thread(target=run, args=(index, call)))
-            threads[-1].start()
-            _wait_until(lambda index=index: group.waiting == index)
+        _queue_behind_a_blocked_leader(store, threads)
         release()
         for thread in threads:
             thread.join(DEADLINE)
@@ -315,18 +329,13 @@ def test_the_write_lock_never_coming_free_fails_every_waiter_alike_and_writes_no
     store = p.open_store(url)
     try:
         recorded = Recorded(store)
-        group = store.event_store._group  # noqa: SLF001
         outcomes: list[Any] = [None] * THREADS
         threads = [
             threading.Thread(target=lambda n=n: outcomes.__setitem__(n, _outcome(_publish(store, extra={"n": n}))))
             for n in range(THREADS)
         ]
         with _writes_locked(url):
-            threads[0].start()
-            _wait_until(lambda: group._busy)  # noqa: SLF001
-            for n, thread in enumerate(threads[1:], start=1):
-                thread.start()
-                _wait_until(lambda n=n: group.waiting == n)
+            _queue_behind_a_blocked_leader(store, threads)
             for thread in threads:
                 thread.join(DEADLINE)
         after = _publish(store, extra={"after": True})()  # the store works again: connections were renewed
@@ -356,16 +365,11 @@ def test_a_connection_lost_under_a_group_is_retried_and_every_event_is_written_o
     admin = psycopg.connect(postgres_url, autocommit=True)
     try:
         recorded = Recorded(store)
-        group = store.event_store._group  # noqa: SLF001
         calls = [_publish(store, extra={"n": n}, dedupe_key=f"d{n}") for n in range(THREADS)]
         outcomes: list[Any] = [None] * THREADS
         threads = [threading.Thread(target=lambda n=n: outcomes.__setitem__(n, _outcome(calls[n]))) for n in range(THREADS)]
         with _writes_locked(postgres_url) as release:
-            threads[0].start()
-            _wait_until(lambda: group._busy)  # noqa: SLF001
-            for n, thread in enumerate(threads[1:], start=1):
-                thread.start()
-                _wait_until(lambda n=n: group.waiting == n)
+            _queue_behind_a_blocked_leader(store, threads)
             _wait_until(lambda: _terminate_blocked_inserts(postgres_url, admin) == 1)  # the leader's connection
             _wait_until(lambda: len(recorded.calls) >= 2)  # the queued seven retry or go on together
             release()
@@ -388,18 +392,13 @@ def test_a_connection_lost_at_every_try_fails_every_waiter_alike_and_writes_noth
     store = p.open_store(postgres_url)
     admin = psycopg.connect(postgres_url, autocommit=True)
     try:
-        group = store.event_store._group  # noqa: SLF001
         outcomes: list[Any] = [None] * THREADS
         threads = [
             threading.Thread(target=lambda n=n: outcomes.__setitem__(n, _outcome(_publish(store, extra={"n": n}))))
             for n in range(THREADS)
         ]
         with _writes_locked(postgres_url):
-            threads[0].start()
-            _wait_until(lambda: group._busy)  # noqa: SLF001
-            for n, thread in enumerate(threads[1:], start=1):
-                thread.start()
-                _wait_until(lambda n=n: group.waiting == n)
+            _queue_behind_a_blocked_leader(store, threads)
             while any(thread.is_alive() for thread in threads):  # every try meets a dropped connection
                 _terminate_blocked_inserts(postgres_url, admin)
                 time.sleep(0.01)

@@ -268,3 +268,16 @@ def _outcome(group: GroupCommit[Any, Any], item: Any) -> Any:
         return group.submit(item)
     except BaseException as exc:  # noqa: BLE001 - the test inspects it
         return exc
+
+
+def test_a_leader_that_saw_other_threads_submit_lets_them_queue_and_still_gets_its_own_outcome() -> None:
+    commit = Recorder()
+    group = GroupCommit(commit)
+    other = threading.Thread(target=lambda: group.submit("other"))
+    other.start()
+    other.join(DEADLINE)
+
+    assert group.submit("mine") == ("done", "mine")  # crowded: a thread switch, then the same commit
+    assert [items for items, _ in commit.calls] == [["other"], ["mine"]]
+    assert commit.calls[1][1] == threading.get_ident()
+    assert group.waiting == 0
