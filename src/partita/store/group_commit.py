@@ -5,7 +5,8 @@ WAL frame, PostgreSQL's round trip and WAL flush), so when several threads
 emit together one of them commits for all. The first thread to arrive
 leads: it commits its own item, plus whatever other threads queued while
 the store was busy, in one transaction. Each waiter gets its own outcome only
-after that transaction has ended, and the next queued thread takes the lead.
+after that transaction has ended (the waiters wake one another in turn), and
+the next queued thread takes the lead.
 
 A thread that arrives while nobody else is writing commits at once in its
 own thread: it never waits for company and pays no hand-off. The commit
@@ -36,15 +37,18 @@ CROWDED_SECONDS = 0.005
 class _Follower:
     """A thread waiting in the queue: its item, then either its outcome or the lead."""
 
-    __slots__ = ("item", "outcome", "wake", "leads", "taken")
+    __slots__ = ("item", "outcome", "wake", "leads", "taken", "done", "gone", "next")
 
     def __init__(self, item: Any) -> None:
         self.item = item
         self.outcome: Any = None
         self.wake = threading.Lock()
-        self.wake.acquire()  # released by the leader: outcome ready, or the lead passed on
+        self.wake.acquire()  # released when its outcome is ready, or when it is given the lead
         self.leads = False
         self.taken = False  # in a leader's transaction: it will get an outcome
+        self.done = False  # its outcome is set
+        self.gone = False  # stopped waiting (interrupted) before its outcome was set
+        self.next: _Follower | None = None  # the follower of the same transaction it wakes in turn
 
 
 class GroupCommit(Generic[Item, Outcome]):
@@ -94,6 +98,8 @@ class GroupCommit(Generic[Item, Outcome]):
         try:
             follower.wake.acquire()
             leads = follower.leads
+            if not leads:
+                self._wake_next(follower)
         except BaseException:  # interrupted while waiting (KeyboardInterrupt in the main thread)
             self._abandon(follower)
             raise
@@ -117,11 +123,25 @@ class GroupCommit(Generic[Item, Outcome]):
                 self._hand_on()
             raise
         with self._lock:
-            for follower, outcome in zip(batch, outcomes[1:], strict=True):
+            # Each follower wakes the next one: a wake-up is a system call made while holding
+            # the interpreter's lock, and the leader making them all would stall every thread.
+            waiting = None
+            for follower, outcome in zip(reversed(batch), reversed(outcomes[1:]), strict=True):
                 follower.outcome = outcome
-                follower.wake.release()
+                follower.done = True
+                if not follower.gone:
+                    follower.next, waiting = waiting, follower
+            if waiting is not None:
+                waiting.wake.release()
             self._hand_on()
         return outcomes[0]
+
+    @staticmethod
+    def _wake_next(follower: _Follower) -> None:
+        """Pass the wake-up along the transaction's followers (at most once per follower)."""
+        following, follower.next = follower.next, None
+        if following is not None:
+            following.wake.release()
 
     def _hand_on(self) -> None:
         """With the lock held: the longest-waiting follower leads next, or nobody is busy."""
@@ -133,10 +153,17 @@ class GroupCommit(Generic[Item, Outcome]):
             self._busy = False
 
     def _abandon(self, follower: _Follower) -> None:
-        """A follower stops waiting: pass on a lead it was given, or leave the queue."""
+        """A follower stops waiting: pass on a lead or a wake-up it was given, or leave the queue.
+
+        Taken into a transaction, it stays in it: the outcome is dropped, as a
+        lost acknowledgement would be.
+        """
         with self._lock:
             if follower.leads:
                 self._hand_on()
             elif not follower.taken:
                 self._queue.remove(follower)
-            # Taken: its transaction goes on; the outcome is dropped, as a lost acknowledgement would be.
+            elif follower.done:
+                self._wake_next(follower)
+            else:
+                follower.gone = True  # the leader wakes the others without it
