@@ -281,3 +281,48 @@ def test_a_leader_that_saw_other_threads_submit_lets_them_queue_and_still_gets_i
     assert [items for items, _ in commit.calls] == [["other"], ["mine"]]
     assert commit.calls[1][1] == threading.get_ident()
     assert group.waiting == 0
+
+
+def test_a_follower_interrupted_while_its_transaction_runs_is_skipped_and_the_others_are_woken(
+    sigint_raises: Any,
+) -> None:
+    gates = [threading.Event(), threading.Event()]  # the leader's transaction, then the one carrying "main"
+    entered = [threading.Event(), threading.Event()]
+    calls: list[list[Any]] = []
+
+    def commit(items: list[Any]) -> list[Any]:
+        number = len(calls)
+        calls.append(list(items))
+        if number < len(gates):
+            entered[number].set()
+            assert gates[number].wait(DEADLINE)
+        return [("done", item) for item in items]
+
+    group = GroupCommit(commit)
+    results: dict[Any, Any] = {}
+    leader = threading.Thread(target=lambda: results.update(leader=group.submit("leader")))
+    leader.start()
+    assert entered[0].wait(DEADLINE)
+    before = _start(group, ["a"], results)
+
+    def orchestrate() -> None:
+        _wait_until(lambda: group.waiting == 2)  # "a", "main"
+        results["threads"] = _start(group, ["b"], results)
+        gates[0].set()  # the leader ends; "a" leads and carries "main" and "b"
+        assert entered[1].wait(DEADLINE)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        time.sleep(0.2)  # "main" has left; then "a"'s transaction ends
+        gates[1].set()
+
+    helper = threading.Thread(target=orchestrate)
+    helper.start()
+    with pytest.raises(KeyboardInterrupt):
+        group.submit("main")
+    helper.join(DEADLINE)
+    for thread in [leader, *before, *results.pop("threads")]:
+        thread.join(DEADLINE)
+
+    assert calls == [["leader"], ["a", "main", "b"]]  # "main" was written, like a lost acknowledgement
+    assert results == {"leader": ("done", "leader"), "a": ("done", "a"), "b": ("done", "b")}
+    assert group.waiting == 0
+    assert group.submit("later") == ("done", "later")
