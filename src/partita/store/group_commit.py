@@ -84,17 +84,11 @@ class GroupCommit(Generic[Item, Outcome]):
                 self._busy = True
                 follower = None
                 crowded = now < self._crowded_until
-        if follower is None and crowded:
-            # Other threads are emitting too: a thread switch lets the ones holding the
-            # interpreter's lock reach the queue, so this transaction carries them as well.
-            time.sleep(0)
-            return self._lead(item)
-        if follower is None:  # alone: commit at once, nobody can have queued yet
-            try:
-                return self._commit([item])[0]
-            finally:
-                with self._lock:
-                    self._hand_on()
+        if follower is None:
+            # Alone, it commits at once. When other threads emitted moments ago, a
+            # thread switch first lets the ones holding the interpreter's lock reach
+            # the queue, so that this transaction carries them as well.
+            return self._lead(item, pause=crowded, gather=crowded)
         try:
             follower.wake.acquire()
             leads = follower.leads
@@ -103,17 +97,20 @@ class GroupCommit(Generic[Item, Outcome]):
         except BaseException:  # interrupted while waiting (KeyboardInterrupt in the main thread)
             self._abandon(follower)
             raise
-        return self._lead(item) if leads else follower.outcome  # type: ignore[no-any-return]
+        return self._lead(item, pause=False, gather=True) if leads else follower.outcome  # type: ignore[no-any-return]
 
-    def _lead(self, item: Item) -> Outcome:
-        """Commit ``item`` with the followers queued now; hand each its outcome, then pass the lead on."""
+    def _lead(self, item: Item, *, pause: bool, gather: bool) -> Outcome:
+        """Commit ``item`` (with the followers queued now, if ``gather``); hand out outcomes, pass the lead on."""
         batch: list[_Follower] = []
         try:
-            with self._lock:
-                while self._queue and len(batch) < self._limit - 1:
-                    follower = self._queue.popleft()
-                    follower.taken = True
-                    batch.append(follower)
+            if pause:
+                time.sleep(0)
+            if gather:
+                with self._lock:
+                    while self._queue and len(batch) < self._limit - 1:
+                        follower = self._queue.popleft()
+                        follower.taken = True
+                        batch.append(follower)
             outcomes = self._commit([item, *(follower.item for follower in batch)])
         except BaseException:
             with self._lock:  # nothing was committed: the followers wait for the next leader
