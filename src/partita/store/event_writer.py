@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from partita.store.database import Database
@@ -95,7 +96,7 @@ class EventWriter:
         nothing written.
         """
         outcomes: list[Any] = [None] * len(items)
-        pending = list(range(len(items)))
+        pending: Any = range(len(items))
         while pending:
             failed, error = self._transaction(items, pending, outcomes)
             if error is None:
@@ -106,10 +107,10 @@ class EventWriter:
                     outcomes[index] = error
                 break
             outcomes[failed] = error
-            pending.remove(failed)
+            pending = [index for index in pending if index != failed]
         return outcomes
 
-    def _transaction(self, items: list[Any], pending: list[int], outcomes: list[Any]) -> tuple[int | None, Any]:
+    def _transaction(self, items: list[Any], pending: Sequence[int], outcomes: list[Any]) -> tuple[int | None, Any]:
         """Insert the ``pending`` items and commit, filling their ``outcomes``.
 
         Returns (None, None) once committed, else (the index of the item whose
@@ -149,7 +150,7 @@ class EventWriter:
         self,
         cursor: Any,
         items: list[Any],
-        pending: list[int],
+        pending: Sequence[int],
         outcomes: list[Any],
         inserted: list[str],
         running: list[int | None],
@@ -168,7 +169,7 @@ class EventWriter:
         running[0] = None
 
     def _insert_returning(
-        self, cursor: Any, items: list[Any], pending: list[int], outcomes: list[Any], running: list[int | None]
+        self, cursor: Any, items: list[Any], pending: Sequence[int], outcomes: list[Any], running: list[int | None]
     ) -> None:
         """`_insert_sqlite` for PostgreSQL, where the insert returns the new id (waking is the database's job)."""
         insert_sql, lookup_sql = self._insert_sql, self._lookup_sql

@@ -111,7 +111,7 @@ class GroupCommit(Generic[Item, Outcome]):
                         follower = self._queue.popleft()
                         follower.taken = True
                         batch.append(follower)
-            outcomes = self._commit([item, *(follower.item for follower in batch)])
+            outcomes = self._commit([item, *(follower.item for follower in batch)] if batch else [item])
         except BaseException:
             with self._lock:  # nothing was committed: the followers wait for the next leader
                 for follower in reversed(batch):
@@ -120,18 +120,26 @@ class GroupCommit(Generic[Item, Outcome]):
                 self._hand_on()
             raise
         with self._lock:
-            # Each follower wakes the next one: a wake-up is a system call made while holding
-            # the interpreter's lock, and the leader making them all would stall every thread.
-            waiting = None
-            for follower, outcome in zip(reversed(batch), reversed(outcomes[1:]), strict=True):
-                follower.outcome = outcome
-                follower.done = True
-                if not follower.gone:
-                    follower.next, waiting = waiting, follower
-            if waiting is not None:
-                waiting.wake.release()
+            if batch:
+                self._hand_out(batch, outcomes)
             self._hand_on()
         return outcomes[0]
+
+    @staticmethod
+    def _hand_out(batch: list[_Follower], outcomes: list[Any]) -> None:
+        """With the lock held: give each follower its outcome and wake the first; each wakes the next.
+
+        A wake-up is a system call made while holding the interpreter's lock:
+        a leader making them all would stall every thread it wakes.
+        """
+        waiting = None
+        for follower, outcome in zip(reversed(batch), reversed(outcomes[1:]), strict=True):
+            follower.outcome = outcome
+            follower.done = True
+            if not follower.gone:
+                follower.next, waiting = waiting, follower
+        if waiting is not None:
+            waiting.wake.release()
 
     @staticmethod
     def _wake_next(follower: _Follower) -> None:
