@@ -110,6 +110,10 @@ class EventWriter:
             pending = [index for index in pending if index != failed]
         return outcomes
 
+    def commit_one(self, item: tuple[tuple[Any, ...], str | None]) -> Any:
+        """`commit` of one item: its outcome."""
+        return self.commit([item])[0]
+
     def _transaction(self, items: list[Any], pending: Sequence[int], outcomes: list[Any]) -> tuple[int | None, Any]:
         """Insert the ``pending`` items and commit, filling their ``outcomes``.
 
