@@ -35,7 +35,8 @@ def _row_errors(dialect: str) -> tuple[type[BaseException], ...]:
         return _ROW_ERRORS
     import psycopg
 
-    return (psycopg.IntegrityError, psycopg.DataError, psycopg.ProgrammingError)
+    # Not ProgrammingError: on PostgreSQL it also means a missing table or a refused privilege.
+    return (psycopg.IntegrityError, psycopg.DataError)
 
 
 class EventWriter:
