@@ -1,13 +1,21 @@
-"""Durable emissions per second from one asset body, next to a raw baseline.
+"""Durable emissions per second, from one asset body and from eight at once, next to a raw baseline.
 
-partita: one asset body calls ``context.emit`` N times into a store (each
-call returns only once the event is committed). Baseline: plain sqlite3 (or
-psycopg) inserting the same row into the same table (partita's event table,
-with its indexes) and committing after each insert, with the same durability
-settings (SQLite: WAL, synchronous=NORMAL). Median of ``--repeat`` runs; one
-line per figure with the ratio partita/baseline.
+partita, one emitter: one asset body calls ``context.emit`` N times into a
+store (each call returns only once the event is committed). partita,
+``--threads`` emitters: that many asset bodies of one run (``max_concurrency``
+as many) each emit their share of the N events at once; the figure is all N
+over the time from the first body's start to the last one's end. Emissions
+of concurrent bodies share transactions (group commit), and each still
+returns only once its own event is committed.
 
-    python benchmarks/emission.py [--events 2000] [--repeat 3] [--postgresql URL]
+Baseline: plain sqlite3 (or psycopg) in one thread inserting the same row
+into the same table (partita's event table, with its indexes) and committing
+after each insert, with the same durability settings (SQLite: WAL,
+synchronous=NORMAL). Both partita figures are compared with that one raw
+writer. Median of ``--repeat`` runs, the runs of each figure interleaved with
+the baseline's; one line per figure with the ratio partita/baseline.
+
+    python benchmarks/emission.py [--events 2000] [--repeat 3] [--threads 8] [--postgresql URL]
 """
 
 from __future__ import annotations
@@ -17,8 +25,10 @@ import json
 import sqlite3
 import statistics
 import tempfile
+import threading
 import time
 import uuid
+from collections.abc import Callable
 
 import partita
 from partita.store import open_store
@@ -50,6 +60,37 @@ def partita_rate(store_url: str, count: int) -> float:
         store.close()
     assert result.succeeded and len(result.receipts) == count
     return count / result.output("producer")
+
+
+def partita_threads_rate(store_url: str, count: int, threads: int) -> float:
+    """Events per second of ``threads`` bodies of one run emitting ``count`` events in all, at once."""
+    registry = partita.AssetRegistry()
+    batches = partita.StaticPartitionDef("batches", [f"b{i}" for i in range(count)])
+    workers = partita.StaticPartitionDef("workers", [str(n) for n in range(threads)])
+    start = threading.Barrier(threads)
+
+    @partita.asset(partition_def=batches, registry=registry)
+    def batch() -> None:
+        return None
+
+    @partita.asset(partition_def=workers, registry=registry)
+    def producer(context: partita.AssetContext) -> tuple[float, float]:
+        mine = range(int(context.partition_key), count, threads)
+        start.wait()
+        started = time.perf_counter()
+        for index in mine:
+            context.emit("batch", partition_key=f"b{index}", extra={"rows": index})
+        return started, time.perf_counter()
+
+    store = open_store(store_url)
+    try:
+        flow = partita.Flow(["producer"], registry=registry, store=store, max_concurrency=threads)
+        result = flow.run({"partition_keys": workers.keys})
+    finally:
+        store.close()
+    assert result.succeeded and len(result.receipts) == count
+    spans = [attempt.output for attempt in result.tasks["producer"].attempts]
+    return count / (max(end for _, end in spans) - min(begin for begin, _ in spans))
 
 
 def sqlite_rate(path: str, count: int) -> float:
@@ -103,33 +144,61 @@ def fresh_postgresql_database(server_url: str) -> str:
     return server_url.rsplit("/", 1)[0] + f"/{name}"
 
 
-def report(backend: str, count: int, ours: list[float], base: list[float]) -> None:
+def report(backend: str, count: int, ours: list[float], base: list[float], threads: int = 1) -> None:
     ours_median, base_median = statistics.median(ours), statistics.median(base)
-    print(f"emission backend={backend} events={count} partita_per_second={ours_median:,.0f} runs={len(ours)}")
-    print(f"emission backend={backend} events={count} baseline_per_second={base_median:,.0f} runs={len(base)}")
-    print(f"emission backend={backend} events={count} ratio_partita_over_baseline={ours_median / base_median:.2f}")
+    label = f"emission backend={backend}" + (f" threads={threads}" if threads > 1 else "") + f" events={count}"
+    print(f"{label} partita_per_second={ours_median:,.0f} runs={len(ours)}")
+    print(f"{label} baseline_per_second={base_median:,.0f} runs={len(base)}")
+    print(f"{label} ratio_partita_over_baseline={ours_median / base_median:.2f}")
+
+
+def measure(repeat: int, ours: Callable[[int], float], base: Callable[[int], float]) -> tuple[list[float], list[float]]:
+    """``repeat`` runs of each, interleaved: the machine's load changes alike for both."""
+    ours_rates, base_rates = [], []
+    for attempt in range(repeat):
+        ours_rates.append(ours(attempt))
+        base_rates.append(base(attempt))
+    return ours_rates, base_rates
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=8, help="bodies emitting at once for the second figure (1: none)")
     parser.add_argument("--postgresql", metavar="URL", help="a PostgreSQL server the benchmark may create databases on")
     args = parser.parse_args()
+    count, threads = args.events, args.threads
     with tempfile.TemporaryDirectory() as folder:
-        ours, base = [], []
-        for attempt in range(args.repeat):
-            ours.append(partita_rate(f"sqlite:///{folder}/partita-{attempt}.db", args.events))
-            base.append(sqlite_rate(f"{folder}/raw-{attempt}.db", args.events))
-        report("sqlite", args.events, ours, base)
+        ours, base = measure(
+            args.repeat,
+            lambda n: partita_rate(f"sqlite:///{folder}/partita-{n}.db", count),
+            lambda n: sqlite_rate(f"{folder}/raw-{n}.db", count),
+        )
+        report("sqlite", count, ours, base)
+        if threads > 1:
+            ours, base = measure(
+                args.repeat,
+                lambda n: partita_threads_rate(f"sqlite:///{folder}/threads-{n}.db", count, threads),
+                lambda n: sqlite_rate(f"{folder}/raw-threads-{n}.db", count),
+            )
+            report("sqlite", count, ours, base, threads)
     if args.postgresql:
-        ours, base = [], []
-        for _ in range(args.repeat):
-            ours.append(partita_rate(fresh_postgresql_database(args.postgresql), args.events))
-            base.append(postgresql_rate(fresh_postgresql_database(args.postgresql), args.events))
-        report("postgresql", args.events, ours, base)
+        server = args.postgresql
+        ours, base = measure(
+            args.repeat,
+            lambda _: partita_rate(fresh_postgresql_database(server), count),
+            lambda _: postgresql_rate(fresh_postgresql_database(server), count),
+        )
+        report("postgresql", count, ours, base)
+        if threads > 1:
+            ours, base = measure(
+                args.repeat,
+                lambda _: partita_threads_rate(fresh_postgresql_database(server), count, threads),
+                lambda _: postgresql_rate(fresh_postgresql_database(server), count),
+            )
+            report("postgresql", count, ours, base, threads)
 
 
 if __name__ == "__main__":
     main()
-

@@ -13,16 +13,23 @@ from __future__ import annotations
 
 import contextvars
 import datetime as dt
-import hashlib
 import itertools
-import json
 import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from partita.errors import EmissionError
-from partita.events.extra import MAX_EXTRA_BYTES, MAX_EXTRA_DEPTH, encoded_extra_size, json_text_depth
+from partita.events.extra import (
+    EMPTY_EXTRA,
+    MAX_EXTRA_BYTES,
+    MAX_EXTRA_DEPTH,
+    EncodedExtra,
+    encode_extra,
+    encoded_extra_size,
+    json_text_depth,
+)
+from partita.events.identity import DefaultIdentities, payload_digest, payload_hash
 from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, EventSource, SourceKind, now
 from partita.partitions.base import PartitionDef, apply_key_rule, check_key_text, storable_text_problem
 
@@ -40,6 +47,7 @@ __all__ = [
     "emit",
     "encoded_extra_size",
     "json_text_depth",
+    "payload_hash",
     "prepare_event",
 ]
 
@@ -61,19 +69,19 @@ def _asset_name(asset: Any) -> str:
     raise EmissionError("emit: asset must be an asset name or an @asset function")
 
 
-def _extra(extra: Any) -> dict[str, Any]:
+def _extra(extra: Any) -> tuple[dict[str, Any], EncodedExtra]:
     if extra is None:
-        return {}
-    if not isinstance(extra, Mapping):
+        return {}, EMPTY_EXTRA
+    if type(extra) is not dict and not isinstance(extra, Mapping):  # a plain dict skips the ABC check
         raise EmissionError("emit: extra must be a JSON object (a dict with string keys)")
     value = dict(extra)
     try:
-        size = encoded_extra_size(value)
+        encoded = encode_extra(value)
     except ValueError as exc:
         raise EmissionError(f"emit: extra is not strict JSON: {exc}") from None
-    if size > MAX_EXTRA_BYTES:
-        raise EmissionError(f"emit: extra is {size} bytes of JSON; the limit is {MAX_EXTRA_BYTES}")
-    return value
+    if encoded.size > MAX_EXTRA_BYTES:
+        raise EmissionError(f"emit: extra is {encoded.size} bytes of JSON; the limit is {MAX_EXTRA_BYTES}")
+    return value, encoded
 
 
 def _partition_date(value: Any, has_key: bool) -> dt.datetime | None:
@@ -101,16 +109,6 @@ def _dedupe_key(value: Any) -> str:
             "without control characters or lone surrogates"
         )
     return value
-
-
-def payload_hash(asset: str, key: str | None, date: dt.datetime | None, extra: dict[str, Any]) -> str:
-    canonical = json.dumps(
-        {"asset": asset, "partition_key": key, "partition_date": None if date is None else date.isoformat(), "extra": extra},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=True,
-    )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def prepare_event(
@@ -149,23 +147,16 @@ def prepare_event(
                 f"emit: partition_key for asset {name!r} is rejected by its definition ({definition.domain}): {exc}"
             ) from None
     date = _partition_date(partition_date, key_text is not None)
-    body = _extra(extra)
+    body, encoded = _extra(extra)
     if dedupe_key is not None:
         identity = "key:" + _dedupe_key(dedupe_key)
     elif automatic_dedupe is not None:
         identity = automatic_dedupe()
     else:
         raise EmissionError("emit: an external event needs an explicit dedupe_key")
-    return EventDraft(
-        asset=name,
-        partition_key=key_text,
-        partition_date=date,
-        extra=body,
-        source=source,
-        dedupe_key=identity,
-        payload_hash=payload_hash(name, key_text, date, body),
-        timestamp=now(),
-    )
+    digest = payload_digest(name, key_text, date, encoded.canonical)
+    # Positional: asset, key, date, extra, source, dedupe key, payload hash, timestamp, stored extra.
+    return EventDraft(name, key_text, date, body, source, identity, digest, now(), encoded.text)
 
 
 @runtime_checkable
@@ -282,6 +273,8 @@ class Emitter:
         "role",
         "liveness",
         "_sequence",
+        "_identities",
+        "_source",
     )
 
     def __init__(
@@ -316,10 +309,19 @@ class Emitter:
         self.liveness = liveness
         # Created eagerly: threads sharing a context must never draw the same number.
         self._sequence = itertools.count()
+        self._identities: DefaultIdentities | None = None  # on the first emission without a dedupe key
+        self._source: EventSource | None = None  # on the first emission
+
+    def resolve(self) -> Emitter:
+        """This emitter (as `LazyEmitter.resolve` gives the one it made)."""
+        return self
 
     @property
     def source(self) -> EventSource:
-        return EventSource(self.kind, self.run_id, self.asset, self.key_present, self.invocation)
+        source = self._source
+        if source is None:
+            source = self._source = EventSource(self.kind, self.run_id, self.asset, self.key_present, self.invocation)
+        return source
 
     def emit(
         self,
@@ -351,11 +353,12 @@ class Emitter:
         return receipt
 
     def _automatic_dedupe(self) -> str:
-        key_text = self.key_format(self.partition_key) if self.key_format is not None else None
-        identity = json.dumps(
-            [self.kind.value, self.role, self.run_id, self.asset, key_text, self.invocation, next(self._sequence)]
-        )
-        return "auto:" + hashlib.sha256(identity.encode("utf-8")).hexdigest()
+        identities = self._identities
+        if identities is None:  # threads racing here compute the same value
+            key_text = self.key_format(self.partition_key) if self.key_format is not None else None
+            fields = [self.kind.value, self.role, self.run_id, self.asset, key_text, self.invocation]
+            identities = self._identities = DefaultIdentities(fields)
+        return identities.identity(next(self._sequence))
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         if self.liveness is not None:
@@ -412,7 +415,7 @@ class LazyEmitter:
 
 
 def resolve_emitter(emitter: Emitter | LazyEmitter) -> Emitter:
-    return emitter.resolve() if isinstance(emitter, LazyEmitter) else emitter
+    return emitter.resolve()
 
 
 def activate(emitter: Emitter | LazyEmitter | None) -> contextvars.Token[Any]:

@@ -53,6 +53,8 @@ class EventDraft(NamedTuple):
     payload_hash: str | None
     #: A datetime, or seconds since the epoch for events partita builds in bulk.
     timestamp: dt.datetime | float
+    #: ``extra`` as the stored compact JSON, when validation already encoded it.
+    extra_json: str | None = None
 
 
 def now() -> dt.datetime:

@@ -201,8 +201,7 @@ class CallbackContext:
 
 
 def _emitter_of(context: AssetContext | CallbackContext) -> Emitter:
-    if context.emitter is None:
+    emitter = context.emitter
+    if emitter is None:
         raise EmissionError("this context was not created by a running flow; it cannot publish events")
-    from partita.events.emission import resolve_emitter
-
-    return resolve_emitter(context.emitter)
+    return emitter.resolve()  # an Emitter resolves to itself, a LazyEmitter to the one it made

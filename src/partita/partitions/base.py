@@ -123,7 +123,7 @@ def storable_text_problem(text: str) -> str | None:
     """
     if "\x00" in text:
         return "contains a NUL character"
-    if _LONE_SURROGATE.search(text):
+    if not text.isascii() and _LONE_SURROGATE.search(text):  # ASCII holds no surrogate: the usual key skips the scan
         return "is not valid Unicode text (it contains a lone surrogate, as undecodable command-line bytes produce)"
     return None
 

@@ -1,8 +1,10 @@
-"""`EventWriter`: emission's per-thread DBAPI connections and its prepared statements.
+"""`EventWriter`: emission's per-thread DBAPI connections, its prepared statements and its transactions.
 
-Emission commits one event per call; skipping pool checkout and statement
-construction keeps it close to the driver's own speed. The connections live
-outside the engine's pool, so they are kept, dropped and closed here.
+Emission commits before every receipt returns; skipping pool checkout and
+statement construction keeps it close to the driver's own speed. One
+transaction carries one event, or several when threads emit at once
+(`GroupCommit` gathers them). The connections live outside the engine's
+pool, so they are kept, dropped and closed here.
 """
 
 from __future__ import annotations
@@ -10,28 +12,56 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from partita.store.database import Database
-from partita.store.fork_gate import sqlite_write
+from partita.store.fork_gate import SQLITE_WRITE_GATE
 from partita.store.schema import events
 
 __all__ = ["EventWriter"]
 
+#: Driver errors about one row's values, not the store: the other rows of its transaction are written again.
+_ROW_ERRORS: tuple[type[BaseException], ...] = (
+    sqlite3.IntegrityError,
+    sqlite3.DataError,
+    sqlite3.ProgrammingError,
+    sqlite3.InterfaceError,
+)
+
+
+def _row_errors(dialect: str) -> tuple[type[BaseException], ...]:
+    if dialect == "sqlite":
+        return _ROW_ERRORS
+    import psycopg
+
+    # Not ProgrammingError: on PostgreSQL it also means a missing table or a refused privilege.
+    return (psycopg.IntegrityError, psycopg.DataError)
+
 
 class EventWriter:
-    """Inserts one event per transaction over a DBAPI connection of the calling thread's own."""
+    """Inserts events over a DBAPI connection of the calling thread's own, a transaction per `commit`.
+
+    An item is (an events row without its id, its dedupe key). Its outcome is
+    (the new id, None); or (None, (id, timestamp, payload hash)) of the
+    stored event that already has its dedupe key; or the driver error that
+    kept it from being written.
+    """
 
     def __init__(self, database: Database) -> None:
         self._database = database
         self._sqlite = database.dialect == "sqlite"
+        self._driver_errors = database.driver_errors
+        self._row_errors = _row_errors(database.dialect)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[Any] = []
         columns = [column.name for column in list(events.columns)[1:]]
+        # SQLite reports the new id as the cursor's lastrowid (``id`` is the rowid): RETURNING
+        # would cost a tenth of the whole insert. PostgreSQL has no such thing.
         self._insert_sql = database.driver_sql(
             f"INSERT INTO {events.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
-            "ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING id"
+            "ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING" + ("" if self._sqlite else " RETURNING id")
         )
         self._lookup_sql = database.driver_sql(
             f"SELECT id, timestamp, payload_hash FROM {events.name} WHERE dedupe_key = ?"
@@ -43,6 +73,7 @@ class EventWriter:
         if connection is None:
             connection = self._database.driver_connection()
             self._local.connection = connection
+            self._local.cursor = connection.cursor() if self._sqlite else None
             with self._lock:
                 self._connections.append(connection)
         return connection
@@ -50,49 +81,111 @@ class EventWriter:
     def drop(self) -> None:
         """Close this thread's connection after a driver error: the next event reconnects."""
         connection = getattr(self._local, "connection", None)
-        self._local.connection = None
+        self._local.connection = self._local.cursor = None
         if connection is not None:
             with contextlib.suppress(Exception):
                 connection.close()
 
-    def insert(self, row: tuple[Any, ...], dedupe_key: str | None) -> tuple[Any, Any]:
-        """Insert ``row`` (an events row without its id) and commit.
+    def commit(self, items: list[tuple[tuple[Any, ...], str | None]]) -> list[Any]:
+        """Write ``items`` in one transaction; one outcome per item, in order.
 
-        Returns (the new id, None), or (None, (id, timestamp, payload hash) of
-        the stored event with the same dedupe key) when the key was taken.
-        Driver errors propagate unwrapped.
+        A row the database refuses (a constraint, a value the driver cannot
+        send) fails alone: the transaction is rolled back and the other rows
+        are written again without it. Any other driver error (a lost
+        connection, a disk error, the write lock never coming free) is every
+        item's outcome: nothing was written. Anything else propagates, with
+        nothing written.
         """
-        connection = self._connection()
-        if self._sqlite:
-            cursor = connection.cursor()
-            try:
-                with sqlite_write():
-                    cursor.execute("BEGIN IMMEDIATE")
+        outcomes: list[Any] = [None] * len(items)
+        pending: Any = range(len(items))
+        while pending:
+            failed, error = self._transaction(items, pending, outcomes)
+            if error is None:
+                break
+            if failed is None or not isinstance(error, self._row_errors):
+                self.drop()  # the next transaction reconnects
+                for index in pending:
+                    outcomes[index] = error
+                break
+            outcomes[failed] = error
+            pending = [index for index in pending if index != failed]
+        return outcomes
+
+    def commit_one(self, item: tuple[tuple[Any, ...], str | None]) -> Any:
+        """`commit` of one item: its outcome."""
+        return self.commit([item])[0]
+
+    def _transaction(self, items: list[Any], pending: Sequence[int], outcomes: list[Any]) -> tuple[int | None, Any]:
+        """Insert the ``pending`` items and commit, filling their ``outcomes``.
+
+        Returns (None, None) once committed, else (the index of the item whose
+        statement failed, or None, the driver error) with everything rolled back.
+        """
+        running: list[int | None] = [None]  # the item whose statements run; None outside them
+        inserted: list[str] = []  # assets of new events, for the wake-up
+        try:
+            connection = self._connection()
+            if self._sqlite:
+                cursor = self._local.cursor  # kept with its connection: one less object per event
+                with SQLITE_WRITE_GATE:
                     try:
-                        found = cursor.execute(self._insert_sql, row).fetchone()
-                        existing = (
-                            None if found is not None else cursor.execute(self._lookup_sql, (dedupe_key,)).fetchone()
-                        )
+                        cursor.execute("BEGIN IMMEDIATE")
+                        self._insert_sqlite(cursor, items, pending, outcomes, inserted, running)
                         cursor.execute("COMMIT")
                     except BaseException:
                         with contextlib.suppress(sqlite3.Error):
                             cursor.execute("ROLLBACK")
                         raise
-            finally:
-                cursor.close()
-            if found is not None:
-                self._database.events_committed((row[0],))
-        else:
-            try:
-                with connection.cursor() as cursor:
-                    found = cursor.execute(self._insert_sql, row).fetchone()
-                    existing = None if found is not None else cursor.execute(self._lookup_sql, (dedupe_key,)).fetchone()
-                connection.commit()
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    connection.rollback()
-                raise
-        return (None if found is None else found[0]), existing
+            else:
+                try:
+                    with connection.cursor() as cursor:
+                        self._insert_returning(cursor, items, pending, outcomes, running)
+                    connection.commit()
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        connection.rollback()
+                    raise
+        except self._driver_errors as exc:
+            return running[0], exc
+        if inserted and self._sqlite:
+            self._database.events_committed(inserted)
+        return None, None
+
+    def _insert_sqlite(
+        self,
+        cursor: Any,
+        items: list[Any],
+        pending: Sequence[int],
+        outcomes: list[Any],
+        inserted: list[str],
+        running: list[int | None],
+    ) -> None:
+        """Each pending item's statements, noting its outcome; ``running`` names the item at work."""
+        insert_sql, lookup_sql = self._insert_sql, self._lookup_sql
+        for index in pending:
+            running[0] = index
+            row, dedupe_key = items[index]
+            cursor.execute(insert_sql, row)
+            if cursor.rowcount == 1:
+                outcomes[index] = (cursor.lastrowid, None)
+                inserted.append(row[0])
+            else:  # the dedupe key is taken: the stored event's receipt
+                outcomes[index] = (None, cursor.execute(lookup_sql, (dedupe_key,)).fetchone())
+        running[0] = None
+
+    def _insert_returning(
+        self, cursor: Any, items: list[Any], pending: Sequence[int], outcomes: list[Any], running: list[int | None]
+    ) -> None:
+        """`_insert_sqlite` for PostgreSQL, where the insert returns the new id (waking is the database's job)."""
+        insert_sql, lookup_sql = self._insert_sql, self._lookup_sql
+        for index in pending:
+            running[0] = index
+            row, dedupe_key = items[index]
+            found = cursor.execute(insert_sql, row).fetchone()
+            outcomes[index] = (
+                (found[0], None) if found is not None else (None, cursor.execute(lookup_sql, (dedupe_key,)).fetchone())
+            )
+        running[0] = None
 
     def close(self) -> None:
         """Close every thread's connection."""

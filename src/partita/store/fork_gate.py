@@ -18,9 +18,10 @@ import os
 import threading
 from collections.abc import Iterator
 
-__all__ = ["sqlite_write"]
+__all__ = ["SQLITE_WRITE_GATE", "sqlite_write"]
 
-_gate = threading.RLock()
+#: The gate itself, for hot paths that hold it with a plain ``with`` (no generator frame).
+SQLITE_WRITE_GATE = _gate = threading.RLock()
 
 
 @contextlib.contextmanager

@@ -93,21 +93,27 @@ class WakeupSender:
 
     The folder's listing is read again only when its mtime changes (a daemon
     started or stopped), so a send costs one ``stat`` and one ``sendto`` per
-    daemon.
+    daemon. Where no daemon ever served the database, the folder is missing,
+    and asking whether it exists is cheaper than a failing ``stat``: every
+    emission pays for this check.
     """
 
     def __init__(self, database_file: str) -> None:
-        self._folder = wakeup_folder(database_file)
+        self._folder = str(wakeup_folder(database_file))  # a str: os calls on a Path convert it each time
         self._lock = threading.Lock()
         self._seen_mtime: int | None = None
         self._targets: tuple[str, ...] = ()
         self._socket: socket.socket | None = None
 
     def _current_targets(self) -> tuple[str, ...]:
+        if self._seen_mtime is None and not os.access(self._folder, os.F_OK):
+            return ()  # no daemon ever served this database here
         try:
             mtime = os.stat(self._folder).st_mtime_ns
         except OSError:
-            return ()  # no daemon ever served this database here
+            self._seen_mtime = None
+            self._targets = ()
+            return ()  # the folder is gone
         if mtime != self._seen_mtime:
             with contextlib.suppress(OSError):
                 self._targets = tuple(entry.name for entry in os.scandir(self._folder))
@@ -140,7 +146,7 @@ class WakeupSender:
 
     def _forget(self, name: str) -> None:
         with contextlib.suppress(OSError):
-            (self._folder / name).unlink()
+            os.unlink(os.path.join(self._folder, name))
 
     def close(self) -> None:
         with self._lock:

@@ -28,7 +28,7 @@ def event_row(draft: EventDraft) -> tuple[Any, ...]:
         draft.asset,
         draft.partition_key,
         None if draft.partition_date is None else draft.partition_date.isoformat(),
-        json.dumps(draft.extra, separators=(",", ":")) if draft.extra else "{}",
+        draft.extra_json or (json.dumps(draft.extra, separators=(",", ":")) if draft.extra else "{}"),
         draft.timestamp if isinstance(draft.timestamp, float) else draft.timestamp.timestamp(),
         source.kind.value,
         source.run_id,

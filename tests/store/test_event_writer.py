@@ -1,0 +1,96 @@
+"""`EventWriter.commit`: several events in one transaction, on both backends.
+
+SQLite's group commit hands it the events of several threads; PostgreSQL
+commits one per call today, but the writer is the same, so what it promises
+for a list is held on both: one outcome per event in order, a taken dedupe
+key answered with the stored event (also when taken earlier in the same
+list), a row the database refuses failing alone while the others are
+written, and every written event visible to another connection.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from partita.events.identity import payload_hash
+from partita.events.model import EventDraft, EventSource, SourceKind
+from partita.store.rows import event_row
+
+
+def _item(asset: Any, dedupe_key: str, extra: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
+    draft = EventDraft(
+        asset,
+        None,
+        None,
+        extra,
+        EventSource(SourceKind.EXTERNAL),
+        dedupe_key,
+        payload_hash(str(asset), None, None, extra),
+        time.time(),
+    )
+    return event_row(draft), dedupe_key
+
+
+def _count(store: Any) -> int:
+    with store.database.connect() as connection:
+        return int(connection.exec_driver_sql("SELECT count(*) FROM partita_events").scalar_one())
+
+
+def test_one_transaction_writes_each_event_and_answers_a_taken_key_with_the_stored_event(store):
+    writer = store.event_store._writer  # noqa: SLF001 - the writer is what is tested
+    earlier = writer.commit([_item("plain", "key:old", {"n": 0})])[0]
+
+    outcomes = writer.commit(
+        [
+            _item("plain", "key:a", {"n": 1}),
+            _item("plain", "key:old", {"n": 0}),
+            _item("plain", "key:b", {"n": 2}),
+            _item("plain", "key:a", {"n": 1}),  # taken earlier in the same transaction
+        ]
+    )
+
+    a, old, b, a_again = outcomes
+    assert a[1] is None and b[1] is None and b[0] > a[0] > earlier[0]
+    assert old[0] is None and old[1][0] == earlier[0]
+    assert a_again[0] is None and a_again[1][0] == a[0]
+    assert _count(store) == 3
+
+
+def test_a_row_the_database_refuses_fails_alone_and_the_others_are_written(store):
+    writer = store.event_store._writer  # noqa: SLF001
+
+    outcomes = writer.commit(
+        [
+            _item("plain", "key:first", {"n": 1}),
+            _item(None, "key:refused", {}),  # an event needs an asset: NOT NULL
+            _item("plain", "key:second", {"n": 2}),
+        ]
+    )
+
+    first, refused, second = outcomes
+    assert isinstance(refused, store.database.driver_errors)
+    assert "null" in str(refused).lower()
+    assert first[1] is None and second[1] is None
+    assert {event.id for event in store.list_events()} == {first[0], second[0]}
+
+
+@pytest.mark.parametrize("size", [1, 3])
+def test_after_a_store_failure_every_event_of_the_transaction_has_it_and_nothing_is_written(store, size):
+    writer = store.event_store._writer  # noqa: SLF001
+    with store.database.connect() as connection:
+        connection.exec_driver_sql("ALTER TABLE partita_events RENAME TO partita_events_away")
+        connection.commit()
+    try:
+        outcomes = writer.commit([_item("plain", f"key:{n}", {"n": n}) for n in range(size)])
+    finally:
+        with store.database.connect() as connection:
+            connection.exec_driver_sql("ALTER TABLE partita_events_away RENAME TO partita_events")
+            connection.commit()
+
+    assert len({id(outcome) for outcome in outcomes}) == 1  # one error, every event's
+    assert isinstance(outcomes[0], store.database.driver_errors)
+    assert _count(store) == 0
+    assert writer.commit([_item("plain", "key:after", {})])[0][1] is None  # a new connection works
