@@ -123,3 +123,50 @@ def test_without_a_writable_wakeup_folder_the_daemon_polls(tmp_path: Path, caplo
             p.publish_event(store, registry, "raw", partition_key="2024-01-01")  # the writer does not fail
             assert started.wait(10)  # the poll found it
     assert "no local wake-up" in caplog.text and "polling only" in caplog.text
+
+
+def test_a_burst_of_events_is_evaluated_a_few_at_a_time_and_every_key_runs_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Announcements inside the evaluation gap wait for one pass: not a pass per committed event."""
+    from partita.automation.evaluation import TriggerEvaluator
+
+    registry = p.AssetRegistry()
+    days = p.DatePartitionDef()
+    ran: list[object] = []
+    finished = threading.Event()
+    count = 100
+
+    @p.asset(partition_def=days, registry=registry)
+    def raw() -> int:
+        return 1
+
+    @p.asset(partition_def=days, registry=registry)
+    def consumer(context: p.AssetContext) -> None:
+        ran.append(context.partition_key)
+        if len(ran) == count:
+            finished.set()
+
+    flow = p.Flow(
+        ["consumer"], registry=registry, name="burst", trigger=p.OnAssetEvents(["raw"], max_keys_per_run=count)
+    )
+    passes: list[int] = []
+    evaluate = TriggerEvaluator.evaluate
+
+    def counted(self: TriggerEvaluator, **kwargs: object) -> object:
+        passes.append(1)
+        return evaluate(self, **kwargs)
+
+    monkeypatch.setattr(TriggerEvaluator, "evaluate", counted)
+    with contextlib.closing(SqlStore(f"sqlite:///{tmp_path}/partita.db")) as store:
+        daemon = TriggerDaemon([flow], store, poll_interval=POLL_SECONDS)
+        with _serving(daemon):
+            before = len(passes)
+            for offset in range(count):  # one event every 2 ms: a pass each would keep up with them
+                key = f"2024-{1 + offset // 28:02d}-{1 + offset % 28:02d}"
+                p.publish_event(store, registry, "raw", partition_key=key)
+                time.sleep(0.002)
+            assert finished.wait(60), f"{len(ran)} of {count} consumer keys ran"
+            evaluations = len(passes) - before
+    assert sorted(ran) == sorted(set(ran)) and len(ran) == count  # each key once
+    assert evaluations < 0.7 * count, f"{evaluations} passes for {count} events"

@@ -50,6 +50,9 @@ __all__ = ["FlowFailure", "TriggerDaemon", "json_log_handler"]
 log = logging.getLogger("partita.daemon")
 
 HEARTBEAT_SECONDS = 5.0
+#: Events announced sooner than this after the last evaluation began are evaluated this long
+#: after it: a producer committing events one by one would otherwise cost a whole pass per event.
+ANNOUNCED_EVALUATION_GAP = 0.005
 
 
 class _Wakeup:
@@ -125,6 +128,8 @@ class TriggerDaemon:
         self._counts = threading.Lock()
         # Set while serving when a run finishes (its slot is refilled at once) or on stop.
         self._wakeup: _Wakeup | None = None
+        #: Set when a run ended since the last pass: its slot takes the next due request.
+        self._freed = False
         self._paused: dict[str, bool] = {}
         #: Flows whose last pass failed, with the reason; they are retried on every pass.
         self.failing: dict[str, FlowFailure] = {}
@@ -176,6 +181,7 @@ class TriggerDaemon:
                         self.failed_results.append((flow, result))
             else:
                 self.unstarted_runs += 1
+        self._freed = True
         wakeup = self._wakeup
         if wakeup is not None:
             wakeup.set()
@@ -208,7 +214,7 @@ class TriggerDaemon:
             wakeup.set()
         last_heartbeat = time.monotonic()
         last_evaluation = float("-inf")
-        announced = False
+        announced = False  # events were announced since the last evaluation began
         try:
             # Listen before the first pass: every event committed after that pass is announced.
             if self._listen and self.watched_assets:
@@ -218,19 +224,24 @@ class TriggerDaemon:
             log.info("daemon started", extra={"daemon": self.daemon_id, "wakeup": wakes_by})
             while not self._stop.is_set():
                 try:
-                    # Triggers are evaluated when events were announced or the poll
-                    # interval has passed; a freed slot only takes the next due request.
-                    evaluate = announced or time.monotonic() - last_evaluation >= self.poll_interval
+                    # Triggers are evaluated when events were announced (a burst a few at a
+                    # time) or the poll interval has passed; a freed slot only takes the next due
+                    # request, and an announcement still waiting for its evaluation does nothing yet.
+                    since = time.monotonic() - last_evaluation
+                    evaluate = (announced and since >= ANNOUNCED_EVALUATION_GAP) or since >= self.poll_interval
+                    freed, self._freed = self._freed, False
                     if evaluate:
-                        last_evaluation = time.monotonic()
-                    self._pass(evaluate)
+                        last_evaluation, announced = time.monotonic(), False
+                    if evaluate or freed:
+                        self._pass(evaluate)
                     if time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
                         triggers.daemon_heartbeat(self.daemon_id, time.time())
                         last_heartbeat = time.monotonic()
                 except PartitaError as exc:
                     log.error("trigger pass failed: %s", exc, extra={"daemon": self.daemon_id})
-                next_due = min(last_evaluation + self.poll_interval, last_heartbeat + HEARTBEAT_SECONDS)
-                announced = self._sleep(max(0.0, next_due - time.monotonic()))
+                interval = ANNOUNCED_EVALUATION_GAP if announced else self.poll_interval
+                next_due = min(last_evaluation + interval, last_heartbeat + HEARTBEAT_SECONDS)
+                announced = self._sleep(max(0.0, next_due - time.monotonic())) or announced
         finally:
             log.info("daemon stopping: waiting for runs in flight", extra={"daemon": self.daemon_id})
             if self._listener is not None:
