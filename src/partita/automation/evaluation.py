@@ -25,7 +25,7 @@ from partita.errors import PartitaError, PlanningError
 from partita.flow import Flow
 from partita.partitions.mappers import Requirement
 from partita.store.sql import SqlStore
-from partita.store.triggers import TriggerRequest, TriggerStore
+from partita.store.triggers import EventPosition, TriggerRequest, TriggerStore
 
 __all__ = ["PassReport", "consumer_partition_def", "TriggerEvaluator", "UpstreamProgress", "run_request"]
 
@@ -100,18 +100,20 @@ class TriggerEvaluator:
     def evaluate(self, *, record: bool = True, now: dt.datetime | None = None) -> PassReport:
         """Decide what is due; with ``record`` the decision is stored (requests, waiting keys, cursor)."""
         now = now or dt.datetime.now(dt.UTC)
-        report = PassReport(self.flow.name, paused=self.triggers.is_paused(self.flow.name))
+        paused, cursor, last_tick = self.triggers.pass_position(self.flow.name)
+        report = PassReport(self.flow.name, paused=paused)
         if report.paused:
             return report
         trigger = self.flow.trigger
         if isinstance(trigger, OnAssetEvents):
-            self._evaluate_events(trigger, report, record, now)
+            self._evaluate_events(trigger, report, record, now, cursor)
         elif isinstance(trigger, CronPartitions):
-            self._evaluate_schedule(trigger, report, record, now)
+            self._evaluate_schedule(trigger, report, record, now, last_tick)
         return report
 
-    def _evaluate_events(self, trigger: OnAssetEvents, report: PassReport, record: bool, now: dt.datetime) -> None:
-        cursor, _ = self.triggers.cursor(self.flow.name)
+    def _evaluate_events(
+        self, trigger: OnAssetEvents, report: PassReport, record: bool, now: dt.datetime, cursor: EventPosition
+    ) -> None:
         new = self.triggers.new_events(trigger.assets, cursor)
         report.new_events = len(new)
         consumer = self.consumer_def
@@ -191,8 +193,9 @@ class TriggerEvaluator:
                 complete.add(key)
         return complete
 
-    def _evaluate_schedule(self, trigger: CronPartitions, report: PassReport, record: bool, now: dt.datetime) -> None:
-        _, last_tick = self.triggers.cursor(self.flow.name)
+    def _evaluate_schedule(
+        self, trigger: CronPartitions, report: PassReport, record: bool, now: dt.datetime, last_tick: float | None
+    ) -> None:
         after = None if last_tick is None else dt.datetime.fromtimestamp(last_tick, dt.UTC)
         ticks = trigger.ticks(after, now)
         zone = ZoneInfo(trigger.timezone)

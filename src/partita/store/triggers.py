@@ -91,6 +91,19 @@ class TriggerStore(TriggerRequests):
                     return True
         return False
 
+    def pass_position(self, flow: str) -> tuple[bool, EventPosition, float | None]:
+        """Whether the flow is paused, and its cursor and last tick (`cursor`): one read for a pass."""
+        query = (
+            "SELECT s.paused, c.last_event_txid, c.last_event_id, c.last_tick "
+            f"FROM (SELECT CAST(? AS TEXT) AS flow) AS f LEFT JOIN {flow_state.name} s ON s.flow = f.flow "
+            f"LEFT JOIN {trigger_cursors.name} c ON c.flow = f.flow"
+        )
+        with self._failures("read the flow state"):
+            ((paused, txid, event_id, last_tick),) = self._database.read(self._database.driver_sql(query), (flow,))
+        if txid is None:
+            return bool(paused), EventPosition(), None
+        return bool(paused), EventPosition(int(txid), int(event_id)), last_tick
+
     def is_paused(self, flow: str) -> bool:
         query = f"SELECT paused FROM {flow_state.name} WHERE flow = ?"
         with self._failures("read the flow state"):
@@ -148,13 +161,14 @@ class TriggerStore(TriggerRequests):
         """Which of ``keys`` have at least one event of ``asset``."""
         wanted = list(dict.fromkeys(keys))
         present: set[str] = set()
-        with self._failures("read event keys"), self._database.connect() as connection:
+        with self._failures("read event keys"):
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start : start + _CHUNK]
-                rows = self._database.rows(
-                    connection,
-                    f"SELECT DISTINCT partition_key FROM {events.name} "
-                    f"WHERE asset = ? AND partition_key IN ({', '.join('?' * len(chunk))})",
+                rows = self._database.read(
+                    self._database.driver_sql(
+                        f"SELECT DISTINCT partition_key FROM {events.name} "
+                        f"WHERE asset = ? AND partition_key IN ({', '.join('?' * len(chunk))})"
+                    ),
                     (asset, *chunk),
                 )
                 present.update(row[0] for row in rows)
