@@ -71,6 +71,24 @@ def _start(group: GroupCommit[Any, Any], items: list[Any], results: dict[Any, An
     return threads
 
 
+def _outcome(group: GroupCommit[Any, Any], item: Any) -> Any:
+    try:
+        return group.submit(item)
+    except BaseException as exc:  # noqa: BLE001 - the test inspects it
+        return exc
+
+
+def _leader_holding(
+    group: GroupCommit[Any, Any], commit: Recorder, results: dict[Any, Any], name: str = "leader"
+) -> threading.Thread:
+    """A thread that leads with ``name`` and is held inside its commit; its outcome lands in ``results``."""
+    commit.hold.clear()
+    leader = threading.Thread(target=lambda: results.update({name: _outcome(group, name)}))
+    leader.start()
+    assert commit.entered.wait(DEADLINE)
+    return leader
+
+
 def test_a_lone_thread_commits_at_once_in_its_own_thread() -> None:
     commit = Recorder()
     group = GroupCommit(commit)
@@ -86,11 +104,8 @@ def test_a_lone_thread_commits_at_once_in_its_own_thread() -> None:
 def test_threads_queued_behind_a_commit_share_the_next_one_and_each_gets_its_own_outcome() -> None:
     commit = Recorder()
     group = GroupCommit(commit)
-    commit.hold.clear()
     results: dict[Any, Any] = {}
-    leader = threading.Thread(target=lambda: results.update(leader=group.submit("leader")))
-    leader.start()
-    assert commit.entered.wait(DEADLINE)
+    leader = _leader_holding(group, commit, results)
 
     followers = _start(group, [f"f{n}" for n in range(7)], results)
     commit.hold.set()
@@ -105,11 +120,8 @@ def test_threads_queued_behind_a_commit_share_the_next_one_and_each_gets_its_own
 def test_a_group_is_limited_and_the_rest_is_committed_by_the_next_leader() -> None:
     commit = Recorder()
     group = GroupCommit(commit, limit=3)
-    commit.hold.clear()
     results: dict[Any, Any] = {}
-    leader = threading.Thread(target=lambda: results.update(leader=group.submit("leader")))
-    leader.start()
-    assert commit.entered.wait(DEADLINE)
+    leader = _leader_holding(group, commit, results)
 
     followers = _start(group, list(range(5)), results)
     commit.hold.set()
@@ -124,11 +136,8 @@ def test_a_commit_that_raises_fails_its_own_thread_and_the_queue_is_served_by_th
     commit = Recorder()
     group = GroupCommit(commit)
     commit.fail_with = RuntimeError("interrupted before anything was written")
-    commit.hold.clear()
     results: dict[Any, Any] = {}
-    first = threading.Thread(target=lambda: results.update(first=_outcome(group, "first")))
-    first.start()
-    assert commit.entered.wait(DEADLINE)
+    first = _leader_holding(group, commit, results, "first")
     queued = _start(group, ["x", "y", "z"], results)
     commit.hold.set()
     for thread in [first, *queued]:
@@ -143,11 +152,8 @@ def test_a_commit_that_raises_fails_its_own_thread_and_the_queue_is_served_by_th
 def test_a_raising_leader_leaves_the_followers_it_carried_to_the_next_leader() -> None:
     commit = Recorder()
     group = GroupCommit(commit)
-    commit.hold.clear()
     results: dict[Any, Any] = {}
-    first = threading.Thread(target=lambda: results.update(first=group.submit("first")))
-    first.start()
-    assert commit.entered.wait(DEADLINE)
+    first = _leader_holding(group, commit, results, "first")
     queued = _start(group, ["x", "y", "z"], results)
 
     def raise_for_x(items: list[Any]) -> list[Any]:
@@ -174,14 +180,6 @@ def sigint_raises() -> Any:
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
-
-
-def _leader_holding(group: GroupCommit[Any, Any], commit: Recorder, results: dict[Any, Any]) -> threading.Thread:
-    commit.hold.clear()
-    leader = threading.Thread(target=lambda: results.update(leader=group.submit("leader")))
-    leader.start()
-    assert commit.entered.wait(DEADLINE)
-    return leader
 
 
 def test_a_follower_interrupted_while_queued_leaves_the_queue_and_the_others_go_on(sigint_raises: Any) -> None:
@@ -261,13 +259,6 @@ def test_a_follower_interrupted_once_its_transaction_began_is_written_like_a_los
     assert results == {"leader": ("done", "leader"), "a": ("done", "a")}
     assert group.waiting == 0
     assert group.submit("later") == ("done", "later")
-
-
-def _outcome(group: GroupCommit[Any, Any], item: Any) -> Any:
-    try:
-        return group.submit(item)
-    except BaseException as exc:  # noqa: BLE001 - the test inspects it
-        return exc
 
 
 def test_a_leader_that_saw_other_threads_submit_lets_them_queue_and_still_gets_its_own_outcome() -> None:
