@@ -61,6 +61,7 @@ __all__ = [
     "SUPPORTED_RECORD_VERSIONS",
     "TaskRecord",
     "NOT_STARTED",
+    "RESOLUTION_TEXT",
     "attempt_document",
     "attempt_record_of",
     "render_record",
@@ -150,8 +151,9 @@ def _failure(failure: FailureInfo | None) -> dict[str, str] | None:
 _STATUS_TEXT = {status: status.value for status in AttemptStatus}
 _REASON_TEXT: dict[SkipReason | None, str | None] = {reason: reason.value for reason in SkipReason}
 _REASON_TEXT[None] = None
-_RESOLUTION_TEXT: dict[Resolution | None, str | None] = {resolution: resolution.value for resolution in Resolution}
-_RESOLUTION_TEXT[None] = None
+#: How a resolution is stored and recorded (None: no resolution).
+RESOLUTION_TEXT: dict[Resolution | None, str | None] = {resolution: resolution.value for resolution in Resolution}
+RESOLUTION_TEXT[None] = None
 
 
 def attempt_record_of(attempt: AttemptResult, key_text: Callable[[Any], str] | None = None) -> AttemptRecord:
@@ -173,7 +175,7 @@ def attempt_record_of(attempt: AttemptResult, key_text: Callable[[Any], str] | N
             only.finished_at,
             only.finished_at - only.started_at,
             attempt.failure,
-            _RESOLUTION_TEXT[attempt.resolution],
+            RESOLUTION_TEXT[attempt.resolution],
             attempt.materialization_id,
         )
     invocations = tuple(
@@ -200,7 +202,7 @@ def attempt_record_of(attempt: AttemptResult, key_text: Callable[[Any], str] | N
         finished_at=attempt.finished_at,
         duration=attempt.duration,
         failure=attempt.failure,
-        resolution=_RESOLUTION_TEXT[attempt.resolution],
+        resolution=RESOLUTION_TEXT[attempt.resolution],
         materialization_id=attempt.materialization_id,
     )
 

@@ -20,9 +20,46 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from partita.store.fork_gate import sqlite_write
+from partita.store.fork_gate import SQLITE_WRITE_GATE
 
-__all__ = ["DriverTransaction", "SqliteWriters"]
+__all__ = ["DriverTransaction", "SqliteWriters", "ThreadConnections"]
+
+
+class ThreadConnections:
+    """One DBAPI connection per thread, opened on first use (a forked child opens its own), all closed at once."""
+
+    def __init__(self, connect: Callable[[], Any]) -> None:
+        self._connect = connect
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open: list[Any] = []
+
+    def get(self) -> Any:
+        """The calling thread's connection."""
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():  # first use on this thread, a forked child, or dropped
+            local.connection = self._connect()
+            local.pid = os.getpid()
+            with self._lock:
+                self._open.append(local.connection)
+        return local.connection
+
+    def drop(self) -> None:
+        """Close the calling thread's connection (after a driver error): its next use reconnects."""
+        local = self._local
+        connection, local.connection, local.pid = getattr(local, "connection", None), None, None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                connection.close()
+
+    def close(self) -> None:
+        """Close every thread's connection (the store is closing)."""
+        with self._lock:
+            connections, self._open = self._open, []
+        self._local = threading.local()
+        for connection in connections:
+            with contextlib.suppress(Exception):
+                connection.close()
 
 
 class DriverTransaction:
@@ -48,27 +85,14 @@ class SqliteWriters:
     """Each thread's own connection to one SQLite file: its write transactions, and reads outside them."""
 
     def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
-        self._connect = connect
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._open: list[sqlite3.Connection] = []
-
-    def _connection(self) -> sqlite3.Connection:
-        local = self._local
-        if getattr(local, "pid", None) != os.getpid():  # first use on this thread, or a forked child
-            local.connection = self._connect()
-            local.pid = os.getpid()
-            with self._lock:
-                self._open.append(local.connection)
-        connection: sqlite3.Connection = local.connection
-        return connection
+        self._connections = ThreadConnections(connect)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[DriverTransaction]:
         """``BEGIN IMMEDIATE`` … ``COMMIT`` under the fork gate; rolled back when the body raises."""
-        connection = self._connection()
+        connection: sqlite3.Connection = self._connections.get()
         transaction = DriverTransaction(connection)
-        with sqlite_write():
+        with SQLITE_WRITE_GATE:
             connection.execute("BEGIN IMMEDIATE")
             try:
                 yield transaction
@@ -81,13 +105,8 @@ class SqliteWriters:
 
     def rows(self, statement: str, parameters: Any = ()) -> list[Any]:
         """Every row of a read on this thread's connection, outside any transaction (WAL: the newest commit)."""
-        return self._connection().execute(statement, parameters).fetchall()
+        return self._connections.get().execute(statement, parameters).fetchall()
 
     def close(self) -> None:
         """Close every thread's connection (the store is closing)."""
-        with self._lock:
-            connections, self._open = self._open, []
-        self._local = threading.local()
-        for connection in connections:
-            with contextlib.suppress(sqlite3.Error):
-                connection.close()
+        self._connections.close()

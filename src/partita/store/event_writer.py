@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from partita.store.database import Database
+from partita.store.driver_writes import ThreadConnections
 from partita.store.fork_gate import SQLITE_WRITE_GATE
 from partita.store.schema import events
 
@@ -53,9 +54,8 @@ class EventWriter:
         self._sqlite = database.dialect == "sqlite"
         self._driver_errors = database.driver_errors
         self._row_errors = _row_errors(database.dialect)
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._connections: list[Any] = []
+        self._connections = ThreadConnections(database.driver_connection)
+        self._local = threading.local()  # the thread's cursor, kept with its connection
         columns = [column.name for column in list(events.columns)[1:]]
         # SQLite reports the new id as the cursor's lastrowid (``id`` is the rowid): RETURNING
         # would cost a tenth of the whole insert. PostgreSQL has no such thing.
@@ -68,23 +68,17 @@ class EventWriter:
         )
 
     def _connection(self) -> Any:
-        """This thread's connection, opened on its first event."""
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._database.driver_connection()
+        """This thread's connection, opened on its first event (with a cursor kept beside it on SQLite)."""
+        connection = self._connections.get()
+        if getattr(self._local, "connection", None) is not connection:
             self._local.connection = connection
             self._local.cursor = connection.cursor() if self._sqlite else None
-            with self._lock:
-                self._connections.append(connection)
         return connection
 
     def drop(self) -> None:
         """Close this thread's connection after a driver error: the next event reconnects."""
-        connection = getattr(self._local, "connection", None)
         self._local.connection = self._local.cursor = None
-        if connection is not None:
-            with contextlib.suppress(Exception):
-                connection.close()
+        self._connections.drop()
 
     def commit(self, items: list[tuple[tuple[Any, ...], str | None]]) -> list[Any]:
         """Write ``items`` in one transaction; one outcome per item, in order.
@@ -189,8 +183,4 @@ class EventWriter:
 
     def close(self) -> None:
         """Close every thread's connection."""
-        with self._lock:
-            connections, self._connections = self._connections, []
-        for connection in connections:
-            with contextlib.suppress(Exception):
-                connection.close()
+        self._connections.close()

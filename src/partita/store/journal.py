@@ -33,7 +33,7 @@ from partita.execution.events import AttemptFinished, AttemptRetrying, AttemptSt
 from partita.planning.plan import FlowPlan
 from partita.results.model import AttemptStatus, RunResult
 from partita.results.record import AttemptRecord, InvocationRecord, attempt_record_of, run_header_of
-from partita.store.journal_rows import is_plain_success, outlet_row, success_row
+from partita.store.journal_rows import is_plain_success, key_text_of, outlet_row, success_row
 from partita.store.liveness import current_owner_token
 from partita.store.protocol import ProgressBatch, RunEnd, RunStart, Store
 
@@ -262,16 +262,15 @@ class StoreJournal:
                 written.discard(key)
                 if self._retries:
                     self._retries.pop(key, None)
-                if is_plain_success(attempt):
-                    key_text = self._key_text_of(attempt.asset_name)
-                    present = attempt.partition_key_present
-                    text = key_text(attempt.partition_key) if key_text is not None and present else None
-                    rows.attempts.append(success_row(run_id, attempt, text))
+                outlet = attempt.status is AttemptStatus.SUCCESS and attempt.asset_name not in self._producers
+                plain = is_plain_success(attempt)
+                text = key_text_of(attempt, self._formats.get(attempt.asset_name)) if outlet or plain else None
+                if plain:
+                    rows.attempts.append(success_row(run_id, attempt, text if self._record_keys else None))
                 else:
                     rows.records.append(attempt_record_of(attempt, self._key_text_of(attempt.asset_name)))
-                if attempt.status is AttemptStatus.SUCCESS and attempt.asset_name not in self._producers:
-                    # The outlet event joins the transaction that records the success.
-                    rows.outlets.append(outlet_row(run_id, attempt, self._formats.get(attempt.asset_name), now))
+                if outlet:  # the outlet event joins the transaction that records the success
+                    rows.outlets.append(outlet_row(run_id, attempt, text, now))
             elif type(event) is AttemptRetrying or (event.asset_name, event.index) not in finished:
                 key = (event.asset_name, event.index)
                 (updates if key in written else fresh).records.append(self._running(event))

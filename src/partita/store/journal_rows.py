@@ -16,15 +16,14 @@ from collections.abc import Callable
 from typing import Any
 
 from partita.events.model import SourceKind
-from partita.results.model import AttemptResult, AttemptStatus, Resolution
+from partita.results.model import AttemptResult, AttemptStatus
+from partita.results.record import RESOLUTION_TEXT
 
-__all__ = ["is_plain_success", "outlet_row", "success_row"]
+__all__ = ["is_plain_success", "key_text_of", "outlet_row", "success_row"]
 
 _SUCCESS = AttemptStatus.SUCCESS
 _OUTLET = SourceKind.OUTLET.value
 _TIGHT = (",", ":")
-_RESOLUTION_TEXT: dict[Resolution | None, str | None] = {resolution: resolution.value for resolution in Resolution}
-_RESOLUTION_TEXT[None] = None
 
 
 def is_plain_success(attempt: AttemptResult) -> bool:
@@ -39,20 +38,22 @@ def success_row(run_id: str, attempt: AttemptResult, key_text: str | None) -> tu
     return (
         run_id, attempt.asset_name, attempt.index, "success", None, attempt.partition_key_present, key_text,
         1, started, finished, finished - started, None, None, None, None,
-        _RESOLUTION_TEXT[attempt.resolution], attempt.materialization_id,
+        RESOLUTION_TEXT[attempt.resolution], attempt.materialization_id,
     )  # fmt: skip
 
 
-def outlet_row(
-    run_id: str, attempt: AttemptResult, format_key: Callable[[Any], str] | None, now: float
-) -> tuple[Any, ...]:
-    """The events row announcing a successful attempt's asset and key.
+def key_text_of(attempt: AttemptResult, format_key: Callable[[Any], str] | None) -> str | None:
+    """The attempt's key as canonical text (None: unpartitioned), formatted once for both of its rows."""
+    return format_key(attempt.partition_key) if attempt.partition_key_present and format_key is not None else None
+
+
+def outlet_row(run_id: str, attempt: AttemptResult, key_text: str | None, now: float) -> tuple[Any, ...]:
+    """The events row announcing a successful attempt's asset and key (``key_text``: `key_text_of`).
 
     Written exactly once, with the success it announces: it needs no dedupe
     identity. ``now`` stands in for an attempt without invocations (reused).
     """
     present = attempt.partition_key_present
-    key_text = format_key(attempt.partition_key) if present and format_key is not None else None
     materialization_id = attempt.materialization_id
     extra = "{}" if materialization_id is None else json.dumps({"materialization_id": materialization_id}, separators=_TIGHT)
     invocations = attempt.invocations
