@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -194,3 +195,88 @@ def test_a_schedule_catches_up_missed_partitions_in_batches(store: SqlStore) -> 
     assert [key for key, _ in seen] == [f"2024-01-01T0{hour}" for hour in range(5)]
     runs = [run_id for _, run_id in seen]
     assert [runs.count(run_id) for run_id in dict.fromkeys(runs)] == [2, 2, 1]
+
+
+@contextlib.contextmanager
+def _serving(daemon: TriggerDaemon) -> Iterator[None]:
+    thread = threading.Thread(target=daemon.serve)
+    thread.start()
+    try:
+        yield
+    finally:
+        daemon.stop()
+        thread.join()
+
+
+def _held_flow(seen: Seen, max_keys_per_run: int, held: str, release: threading.Event) -> p.Flow:
+    """A batched consumer whose attempt of ``held`` waits for ``release``: its run stays in flight."""
+    registry = p.AssetRegistry()
+
+    @p.asset(partition_def=p.DatePartitionDef(), registry=registry)
+    def consumer(context: p.AssetContext) -> None:
+        seen.add(context)
+        if str(context.partition_key) == held:
+            assert release.wait(30)
+
+    trigger = p.OnAssetEvents(["raw"], max_keys_per_run=max_keys_per_run)
+    return p.Flow(["consumer"], registry=registry, name="batched", trigger=trigger, record_partition_keys=True)
+
+
+def _until(condition: Any, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_keys_due_while_a_partial_batch_runs_start_together_when_it_ends(store_url: str) -> None:
+    seen, release = Seen(), threading.Event()
+    with contextlib.closing(SqlStore(store_url)) as store:
+        daemon = TriggerDaemon([_held_flow(seen, 10, KEYS[0], release)], store, poll_interval=0.05)
+        with _serving(daemon):
+            publish(store, KEYS[0])
+            _until(lambda: len(seen.attempts) == 1)  # a batch of one key runs: it is held
+            for key in KEYS[1:6]:
+                publish(store, key)
+            time.sleep(0.5)  # ten polls: the requests are recorded, but a second partial batch waits
+            assert len(seen.attempts) == 1 and daemon.started_runs == 0
+            assert TriggerStore(store).request_counts("batched").get("pending") == 5
+            release.set()
+            _until(lambda: len(seen.attempts) == 6)
+            _until(lambda: daemon.started_runs == 2)
+    assert seen.keys() == KEYS[:6]
+    runs = [run_id for _, run_id, _ in seen.attempts]
+    assert [runs.count(run_id) for run_id in dict.fromkeys(runs)] == [1, 5]  # the five keys in one run
+    for key, _, event_keys in seen.attempts:
+        assert event_keys == [key]
+
+
+def test_full_batches_start_while_a_partial_batch_runs(store_url: str) -> None:
+    seen, release = Seen(), threading.Event()
+    with contextlib.closing(SqlStore(store_url)) as store:
+        daemon = TriggerDaemon([_held_flow(seen, 3, KEYS[0], release)], store, max_in_flight=4, poll_interval=0.05)
+        with _serving(daemon):
+            publish(store, KEYS[0])
+            _until(lambda: len(seen.attempts) == 1)
+            publish(store, *KEYS[1:8])  # two full batches of three, and one key over
+            _until(lambda: len(seen.attempts) == 7)  # the full batches run beside the held one
+            time.sleep(0.3)
+            assert sorted(seen.keys()) == sorted(KEYS[:7])  # the key over waits for the partial batch
+            release.set()
+            _until(lambda: len(seen.attempts) == 8)
+            _until(lambda: daemon.started_runs == 4)
+    assert seen.keys() == KEYS[:8] and len(seen.runs()) == 4
+
+
+def test_one_key_runs_never_wait_for_each_other(store_url: str) -> None:
+    seen, release = Seen(), threading.Event()
+    with contextlib.closing(SqlStore(store_url)) as store:
+        daemon = TriggerDaemon([_held_flow(seen, 1, KEYS[0], release)], store, max_in_flight=4, poll_interval=0.05)
+        with _serving(daemon):
+            publish(store, KEYS[0])
+            _until(lambda: len(seen.attempts) == 1)
+            publish(store, *KEYS[1:4])
+            _until(lambda: len(seen.attempts) == 4)  # each its own run, beside the held one
+            release.set()
+            _until(lambda: daemon.started_runs == 4)
+    assert len(seen.runs()) == 4

@@ -131,6 +131,10 @@ class TriggerDaemon:
         #: Set when a run ended since the last pass: its slot takes the next due request.
         self._freed = False
         self._paused: dict[str, bool] = {}
+        #: Per batched flow, its run in flight that started with fewer keys than a full batch.
+        self._partial: dict[str, concurrent.futures.Future[Any]] = {}
+        #: Batched flows whose announced events wait for their partial batch's end to be read.
+        self._deferred: set[str] = set()
         #: Flows whose last pass failed, with the reason; they are retried on every pass.
         self.failing: dict[str, FlowFailure] = {}
         #: Upstream assets of the event triggers: announcements of other assets are ignored.
@@ -233,7 +237,7 @@ class TriggerDaemon:
                     if evaluate:
                         last_evaluation, announced = time.monotonic(), False
                     if evaluate or freed:
-                        self._pass(evaluate)
+                        self._pass(evaluate, polled=since >= self.poll_interval)
                     if time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
                         triggers.daemon_heartbeat(self.daemon_id, time.time())
                         last_heartbeat = time.monotonic()
@@ -270,21 +274,31 @@ class TriggerDaemon:
         self._wakeup.clear()
         return announced
 
-    def _pass(self, evaluate: bool = True) -> int:
+    def _pass(self, evaluate: bool = True, *, polled: bool = True) -> int:
         """Evaluate triggers (when due) and fill free slots with due requests; the number claimed.
 
         Every flow is evaluated even when the slots are full: its requests
         are then recorded and wait for a slot, instead of waiting unseen
         behind another flow's backlog. A flow whose trigger fails is logged,
         kept in `failing` and tried again on the next pass; the other flows
-        are served meanwhile.
+        are served meanwhile. Announced events (not ``polled``) of a batched
+        flow whose partial batch runs are read when that run ends, or at the
+        next poll: the keys they make due mostly join the next batch, and a
+        pass per burst of events would cost more than their wait.
         """
         before = self._claims
         full = False
         for evaluator in self.evaluators:
             name = evaluator.flow.name
             failed = False
-            if evaluate:
+            batch_running = not self._partial.get(name, _DONE).done()
+            if evaluate and not polled and batch_running:
+                self._deferred.add(name)
+                evaluate_flow = False
+            else:
+                evaluate_flow = evaluate or (name in self._deferred and not batch_running)
+            if evaluate_flow:
+                self._deferred.discard(name)
                 try:
                     self._evaluate(evaluator)
                 except Exception as exc:  # noqa: BLE001 - one flow's failure must not stop the others
@@ -297,7 +311,7 @@ class TriggerDaemon:
                 except Exception as exc:  # noqa: BLE001 - as above
                     self._flow_failed(name, exc)
                     failed = True
-            if evaluate and not failed and self.failing.pop(name, None) is not None:
+            if evaluate_flow and not failed and self.failing.pop(name, None) is not None:
                 log.info("flow recovered", extra={"flow": name, "daemon": self.daemon_id})
             if self._stop.is_set():
                 break
@@ -327,12 +341,19 @@ class TriggerDaemon:
         self._in_flight = {future for future in self._in_flight if not future.done()}
         if len(self._in_flight) >= self.max_in_flight:
             return True  # no slot: reading the due requests (a batch's thousands) would be wasted
+        name = evaluator.flow.name
+        size = evaluator.flow.trigger.max_keys_per_run  # type: ignore[union-attr]
         for batch in evaluator.due_runs(4 * self.max_in_flight):
             if self._stop.is_set():
                 return False
             self._in_flight = {future for future in self._in_flight if not future.done()}
             if len(self._in_flight) >= self.max_in_flight:
                 return True
+            # A partial batch waits while the flow's last one runs: the keys due meanwhile then
+            # start together, so a steady stream of events makes few full runs, not many small ones.
+            partial = len(batch) < size and batch[0].status == "pending"
+            if partial and not self._partial.get(name, _DONE).done():
+                continue
             claimed = evaluator.claim_run(batch)
             if claimed is None:
                 continue
@@ -347,7 +368,13 @@ class TriggerDaemon:
             future = self._pool.submit(_run_consumer, evaluator, claimed)
             future.add_done_callback(functools.partial(self._slot_freed, evaluator.flow.name))
             self._in_flight.add(future)
+            if partial:
+                self._partial[name] = future
         return False
+
+
+_DONE: concurrent.futures.Future[Any] = concurrent.futures.Future()
+_DONE.set_result(None)
 
 
 def _run_consumer(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]) -> RunResult | None:
