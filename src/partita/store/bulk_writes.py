@@ -1,7 +1,12 @@
 """Bulk inserts and upserts of plain tuples: the SQL for each backend, and the fastest way to send rows.
 
 PostgreSQL takes a batch in one statement: ``COPY`` for new rows, one array
-per column for upserts. SQLite takes a batch as one JSON text parameter,
+per column for upserts. ``COPY`` goes in the binary format, with each
+column's type read once from the database's catalog: the driver encodes a row
+in a quarter of the time the text format takes, on the thread that also runs
+bodies. A table with a column type outside the plain ones, or a batch with an
+integer its column cannot hold (binary ``int4`` would wrap it silently),
+goes as text, where the server checks every value. SQLite takes a batch as one JSON text parameter,
 unpacked by ``json_each`` inside one statement: the driver's ``executemany``
 binds each row while holding the interpreter lock and releases and takes it
 back around every row's step, so a journal writing thousands of attempts
@@ -66,16 +71,36 @@ def _as_json(rows: list[tuple[Any, ...]]) -> str | None:
     return None if "\\u0000" in text else text
 
 
-def insert_rows(connection: Connection, dialect: str, table: Any, rows: list[tuple[Any, ...]], skip: int) -> None:
-    """Insert rows that were never written; ``skip`` leaves out leading columns the database fills (an id)."""
+def insert_rows(
+    connection: Connection,
+    dialect: str,
+    table: Any,
+    rows: list[tuple[Any, ...]],
+    skip: int,
+    copy_types: dict[str, dict[str, str | None]] | None = None,
+) -> None:
+    """Insert rows that were never written; ``skip`` leaves out leading columns the database fills (an id).
+
+    ``copy_types`` (PostgreSQL) keeps each table's binary ``COPY`` types
+    between calls: the store passes one per database.
+    """
     columns = list(table.columns)[skip:]
     names = ", ".join(column.name for column in columns)
     if dialect == "postgresql":
         driver = connection.connection.driver_connection
         assert driver is not None
-        with driver.cursor() as cursor, cursor.copy(f"COPY {table.name} ({names}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+        with driver.cursor() as cursor:
+            known = {} if copy_types is None else copy_types
+            if table.name not in known:
+                known[table.name] = _binary_copy_types(cursor, table.name)
+            types = _for_columns(known[table.name], [column.name for column in columns])
+            binary = types is not None and _integers_fit(rows, types)
+            statement = f"COPY {table.name} ({names}) FROM STDIN" + (" (FORMAT BINARY)" if binary else "")
+            with cursor.copy(statement) as copy:
+                if binary:
+                    copy.set_types(types)
+                for row in rows:
+                    copy.write_row(row)
         return
     batch = _as_json(rows) if _SQLITE_JSON and len(rows) >= _JSON_MIN_ROWS else None
     if batch is not None:
@@ -83,6 +108,46 @@ def insert_rows(connection: Connection, dialect: str, table: Any, rows: list[tup
     else:
         marks = ", ".join("?" * len(columns))
         connection.exec_driver_sql(f"INSERT INTO {table.name} ({names}) VALUES ({marks})", rows)
+
+
+#: Catalog type names a binary ``COPY`` sends as these driver types; any other keeps a table on text.
+_BINARY_TYPES = {
+    "smallint": "int2", "integer": "int4", "bigint": "int8", "double precision": "float8", "real": "float4",
+    "boolean": "bool", "text": "text", "character varying": "text",
+}  # fmt: skip
+#: Binary integers the driver would wrap instead of refusing: (type, bound of the absolute value).
+_NARROW_INTEGERS = {"int2": 2**15, "int4": 2**31}
+
+
+def _binary_copy_types(cursor: Any, table: str) -> dict[str, str | None]:
+    """Each column of ``table`` with its binary ``COPY`` type (None: not a plain type, sent as text)."""
+    cursor.execute(
+        "SELECT attname, format_type(atttypid, NULL) FROM pg_attribute "
+        "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
+        (table,),
+    )
+    return {name: _BINARY_TYPES.get(kind) for name, kind in cursor.fetchall()}
+
+
+def _for_columns(known: dict[str, str | None], names: list[str]) -> list[str] | None:
+    """The binary types of ``names`` in order; None when one of them has none (the batch goes as text)."""
+    types = [known.get(name) for name in names]
+    return None if None in types else types  # type: ignore[return-value]
+
+
+def _integers_fit(rows: list[tuple[Any, ...]], types: list[str]) -> bool:
+    """Whether every value of a narrow integer column is in its range (anything else goes as text)."""
+    for index, kind in enumerate(types):
+        bound = _NARROW_INTEGERS.get(kind)
+        if bound is None:
+            continue
+        values = [row[index] for row in rows if row[index] is not None]
+        try:
+            if values and (min(values) < -bound or max(values) >= bound):
+                return False
+        except TypeError:  # not all numbers: the text format lets the server say which value is wrong
+            return False
+    return True
 
 
 def upsert_rows(connection: Connection, dialect: str, upsert: Upsert, rows: list[tuple[Any, ...]]) -> None:

@@ -149,6 +149,8 @@ class Database:
         self._wakeup: WakeupSender | None = None
         #: Each thread's own write connection to a SQLite file (`driver_write`).
         self._writers: SqliteWriters | None = None
+        #: PostgreSQL: each table's binary COPY types, read from the catalog once (`bulk_writes`).
+        self._copy_types: dict[str, dict[str, str | None]] = {}
         if location.backend is StoreBackend.SQLITE:
             if location.path is not None:
                 self.access, self.created = sqlite_access(location, create=create)
@@ -293,7 +295,7 @@ class Database:
         if table is events and self._wakeup is not None and rows:
             # Announced once the write transaction commits (`write`).
             connection.info.setdefault(_EVENTS_WRITTEN, set()).update(row[0] for row in rows)
-        insert_rows(connection, self._dialect, table, rows, skip)
+        insert_rows(connection, self._dialect, table, rows, skip, self._copy_types)
 
     def upsert(self, connection: Connection, upsert: Upsert, rows: list[tuple[Any, ...]]) -> None:
         """Run a prepared `upsert_sql` over plain tuples."""
