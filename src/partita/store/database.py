@@ -14,7 +14,6 @@ IMMEDIATE``) so a transaction never has to upgrade its lock midway.
 from __future__ import annotations
 
 import contextlib
-import os
 import select
 import socket
 import sqlite3
@@ -61,7 +60,6 @@ def configure_sqlite(connection: Any) -> None:
         cursor.execute("PRAGMA journal_mode = WAL")
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute("PRAGMA foreign_keys = ON")
-    if os.environ.get("MM"): cursor.execute("PRAGMA mmap_size = 268435456")
     cursor.close()
 
 
