@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from sqlalchemy.dialects.postgresql import JSONB
 
 from partita.store import bulk_writes
-from partita.store.bulk_writes import insert_rows
+from partita.store.bulk_writes import RowShape, insert_rows
 
 METADATA = sa.MetaData()
 TABLE = sa.Table(
@@ -185,3 +185,11 @@ def test_the_catalog_is_read_once_per_table(engine: sa.Engine, monkeypatch: pyte
             rows = [(start + index, "t", "s", 0.5, index, index, False) for index in range(10)]
             insert_rows(connection, "postgresql", TABLE, rows, 0, copies)
     assert reads == ["bulk_copy"] and len(_stored(engine)) == 20
+
+
+def test_rows_of_a_shape_travel_with_their_constants(engine: sa.Engine) -> None:
+    shape = RowShape(("k", "number"), (("short", "run-1"), ("count", 1), ("flag", True)))
+    rows = [(index, index / 4) for index in range(12)]
+    with engine.begin() as connection:
+        insert_rows(connection, "postgresql", TABLE, rows, 0, {}, shape)
+    assert _stored(engine) == [(index, None, "run-1", index / 4, 1, None, True) for index in range(12)]

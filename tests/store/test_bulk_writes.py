@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from partita.store import bulk_writes
-from partita.store.bulk_writes import insert_rows, upsert_rows, upsert_statements
+from partita.store.bulk_writes import RowShape, insert_rows, upsert_rows, upsert_statements
 
 pytestmark = pytest.mark.skipif(not bulk_writes._SQLITE_JSON, reason="SQLite before 3.38 has no ->>")
 
@@ -134,3 +134,26 @@ def test_a_failing_row_fails_the_whole_batch_statement(tmp_path: Path) -> None:
         insert_rows(connection, "sqlite", TABLE, rows, 0)
     assert _stored(engine) == []
     assert sqlite3.sqlite_version_info >= (3, 38, 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(values, values), min_size=1, max_size=30), values, values)
+def test_rows_of_a_shape_store_what_their_whole_rows_store(cells, constant_text, constant_flag) -> None:
+    """Rows carrying some columns, with others bound once, land as the whole rows would (JSON or row by row)."""
+    shape = RowShape(("k", "number", "count"), (("text", constant_text), ("flag", constant_flag)))
+    rows = [(index, *cell) for index, cell in enumerate(cells)]
+    shaped, whole = _engine(), _engine()
+    with shaped.begin() as connection:
+        insert_rows(connection, "sqlite", TABLE, rows, 0, shape=shape)
+    with whole.begin() as connection:
+        connection.exec_driver_sql("INSERT INTO t VALUES (?, ?, ?, ?, ?)", shape.in_table_order(TABLE, rows))
+    assert _stored(shaped) == _stored(whole)
+
+
+def test_a_shape_leaves_the_columns_it_does_not_name_null() -> None:
+    engine = _engine()
+    shape = RowShape(("k", "count"), (("flag", True),))
+    with engine.begin() as connection:
+        insert_rows(connection, "sqlite", TABLE, [(index, index * 2) for index in range(10)], 0, shape=shape)
+    assert shape.in_table_order(TABLE, [(1, 2)]) == [(1, None, None, 2, True)]
+    assert _stored(engine)[3] == (3, None, "null", None, "null", 6, "integer", 1, "integer")

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Boolean, Connection, Float, Integer
 
-__all__ = ["Upsert", "insert_rows", "upsert_rows", "upsert_statements"]
+__all__ = ["RowShape", "Upsert", "insert_rows", "upsert_rows", "upsert_statements"]
 
 _PG_ARRAY_TYPES = {Float: "float8[]", Integer: "int8[]", Boolean: "bool[]"}
 #: ``->>`` (a JSON value as its SQL value) arrived in SQLite 3.38.
@@ -71,6 +71,34 @@ def _as_json(rows: list[tuple[Any, ...]]) -> str | None:
     return None if "\\u0000" in text else text
 
 
+class RowShape(NamedTuple):
+    """Rows that carry only some of a table's columns: ``columns`` per row, ``constants`` once per statement.
+
+    The table's other columns take their defaults (NULL). A batch of plain
+    successes repeats its run id and status in every row; as constants they
+    are bound once, and SQLite unpacks a third of the values from the JSON.
+    """
+
+    columns: tuple[str, ...]
+    constants: tuple[tuple[str, Any], ...] = ()
+
+    def names(self) -> list[str]:
+        return [*self.columns, *(name for name, _ in self.constants)]
+
+    def completed(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """The rows with the constants appended, in `names` order."""
+        if not self.constants:
+            return rows
+        values = tuple(value for _, value in self.constants)
+        return [row + values for row in rows]
+
+    def in_table_order(self, table: Any, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """The rows as whole rows of ``table`` (its column order; NULL where the shape has nothing)."""
+        at = {name: index for index, name in enumerate(self.names())}
+        picks = [at.get(column.name) for column in table.columns]
+        return [tuple(None if pick is None else row[pick] for pick in picks) for row in self.completed(rows)]
+
+
 def insert_rows(
     connection: Connection,
     dialect: str,
@@ -78,24 +106,29 @@ def insert_rows(
     rows: list[tuple[Any, ...]],
     skip: int,
     copy_types: dict[str, dict[str, str | None]] | None = None,
+    shape: RowShape | None = None,
 ) -> None:
     """Insert rows that were never written; ``skip`` leaves out leading columns the database fills (an id).
 
+    Rows are whole rows in table order, or carry the columns of ``shape``.
     ``copy_types`` (PostgreSQL) keeps each table's binary ``COPY`` types
     between calls: the store passes one per database.
     """
-    columns = list(table.columns)[skip:]
-    names = ", ".join(column.name for column in columns)
+    if shape is None:
+        shape = RowShape(tuple(column.name for column in list(table.columns)[skip:]))
+    names = shape.names()
+    listed = ", ".join(names)
     if dialect == "postgresql":
         driver = connection.connection.driver_connection
         assert driver is not None
+        rows = shape.completed(rows)
         with driver.cursor() as cursor:
             known = {} if copy_types is None else copy_types
             if table.name not in known:
                 known[table.name] = _binary_copy_types(cursor, table.name)
-            types = _for_columns(known[table.name], [column.name for column in columns])
+            types = _for_columns(known[table.name], names)
             binary = types is not None and _integers_fit(rows, types)
-            statement = f"COPY {table.name} ({names}) FROM STDIN" + (" (FORMAT BINARY)" if binary else "")
+            statement = f"COPY {table.name} ({listed}) FROM STDIN" + (" (FORMAT BINARY)" if binary else "")
             with cursor.copy(statement) as copy:
                 if binary:
                     copy.set_types(types)
@@ -104,10 +137,13 @@ def insert_rows(
         return
     batch = _as_json(rows) if _SQLITE_JSON and len(rows) >= _JSON_MIN_ROWS else None
     if batch is not None:
-        connection.exec_driver_sql(f"INSERT INTO {table.name} ({names}) {_json_rows(len(columns))}", (batch,))
+        carried = [f"value->>{index}" for index in range(len(shape.columns))]
+        select = ", ".join(carried + ["?"] * len(shape.constants))
+        parameters = (*(value for _, value in shape.constants), batch)
+        connection.exec_driver_sql(f"INSERT INTO {table.name} ({listed}) SELECT {select} FROM json_each(?)", parameters)
     else:
-        marks = ", ".join("?" * len(columns))
-        connection.exec_driver_sql(f"INSERT INTO {table.name} ({names}) VALUES ({marks})", rows)
+        marks = ", ".join("?" * len(names))
+        connection.exec_driver_sql(f"INSERT INTO {table.name} ({listed}) VALUES ({marks})", shape.completed(rows))
 
 
 #: Catalog type names a binary ``COPY`` sends as these driver types; any other keeps a table on text.

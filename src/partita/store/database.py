@@ -26,7 +26,7 @@ from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from partita.errors import ConfigurationError, StoreError
-from partita.store.bulk_writes import Upsert, insert_rows, upsert_rows, upsert_statements
+from partita.store.bulk_writes import RowShape, Upsert, insert_rows, upsert_rows, upsert_statements
 from partita.store.driver_writes import SqliteWriters
 from partita.store.fork_gate import sqlite_write
 from partita.store.local_wakeup import WakeupSender, local_wakeup_supported
@@ -285,15 +285,19 @@ class Database:
         """
         return upsert_statements(table, keys, only, dialect=self._dialect)
 
-    def insert(self, connection: Connection, table: Any, rows: list[tuple[Any, ...]], skip: int = 0) -> None:
+    def insert(
+        self, connection: Connection, table: Any, rows: list[tuple[Any, ...]], skip: int = 0, shape: RowShape | None = None
+    ) -> None:
         """Rows that were never written, in the backend's fastest bulk form (`bulk_writes`).
 
-        ``skip`` leaves out leading columns the database fills (an id).
+        ``skip`` leaves out leading columns the database fills (an id);
+        ``shape`` names the columns rows carry when they are not whole rows.
+        Events rows carry their asset first.
         """
         if table is events and self._wakeup is not None and rows:
             # Announced once the write transaction commits (`write`).
             connection.info.setdefault(_EVENTS_WRITTEN, set()).update(row[0] for row in rows)
-        insert_rows(connection, self._dialect, table, rows, skip, self._copy_types)
+        insert_rows(connection, self._dialect, table, rows, skip, self._copy_types, shape)
 
     def upsert(self, connection: Connection, upsert: Upsert, rows: list[tuple[Any, ...]]) -> None:
         """Run a prepared `upsert_sql` over plain tuples."""

@@ -266,11 +266,11 @@ class StoreJournal:
                 plain = is_plain_success(attempt)
                 text = key_text_of(attempt, self._formats.get(attempt.asset_name)) if outlet or plain else None
                 if plain:
-                    rows.attempts.append(success_row(run_id, attempt, text if self._record_keys else None))
+                    rows.attempts.append(success_row(attempt, text if self._record_keys else None))
                 else:
                     rows.records.append(attempt_record_of(attempt, self._key_text_of(attempt.asset_name)))
                 if outlet:  # the outlet event joins the transaction that records the success
-                    rows.outlets.append(outlet_row(run_id, attempt, text, now))
+                    rows.outlets.append(outlet_row(attempt, text, now))
             elif type(event) is AttemptRetrying or (event.asset_name, event.index) not in finished:
                 key = (event.asset_name, event.index)
                 (updates if key in written else fresh).records.append(self._running(event))

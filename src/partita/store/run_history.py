@@ -23,6 +23,7 @@ from partita.results.record import AttemptRecord, TaskRecord
 from partita.store.attempt_log_rows import read_logs, write_logs
 from partita.store.attempt_states import read_failed_or_running, read_key_attempts, read_unkeyed_attempts
 from partita.store.database import Database
+from partita.store.journal_rows import outlet_shape, success_shape
 from partita.store.liveness import owner_is_alive
 from partita.store.protocol import (
     AttemptQuery,
@@ -154,26 +155,32 @@ class SqlRunHistory:
             # Before the attempts: the lines a body logged are stored no later than its outcome.
             write_logs(database, connection, run_id, batch.logs, replay)
         attempt_rows, invocation_rows = progress_rows(run_id, batch.attempts)
-        if batch.attempt_rows:
-            attempt_rows.extend(batch.attempt_rows)
-        if not attempt_rows:
+        successes = list(batch.attempt_rows)
+        if not attempt_rows and not successes:
             return
         if batch.new and not replay:
-            database.insert(connection, attempts, attempt_rows)
+            if attempt_rows:
+                database.insert(connection, attempts, attempt_rows)
+            if successes:
+                database.insert(connection, attempts, successes, shape=success_shape(run_id))
             if invocation_rows:
                 database.insert(connection, invocations, invocation_rows)
-        else:
+        else:  # an upsert takes whole rows
+            if successes:
+                attempt_rows.extend(success_shape(run_id).in_table_order(attempts, successes))
             database.upsert(connection, self._upsert_attempts, attempt_rows)
             if invocation_rows:
                 database.upsert(connection, self._upsert_invocations, invocation_rows)
+        # Outlet events commit in the same transaction as the successes they announce.
         outlets = [event_row(draft) for draft in batch.outlets] if batch.outlets else []
-        if batch.outlet_rows:
-            outlets.extend(batch.outlet_rows)
-        if outlets and replay:
-            outlets = self._unstored_outlets(connection, run_id, outlets)
+        built = list(batch.outlet_rows)
+        if replay:  # both kinds of rows carry (asset, partition_key) first
+            outlets = self._unstored_outlets(connection, run_id, outlets) if outlets else outlets
+            built = self._unstored_outlets(connection, run_id, built) if built else built
         if outlets:
-            # Outlet events commit in the same transaction as the successes they announce.
             database.insert(connection, events, outlets, skip=1)
+        if built:
+            database.insert(connection, events, built, shape=outlet_shape(run_id))
 
     def _unstored_outlets(
         self, connection: Any, run_id: str, outlets: list[tuple[Any, ...]]
