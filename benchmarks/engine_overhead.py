@@ -9,7 +9,8 @@ attempt over several runs, and peak traced memory per attempt. Run by hand:
 With ``--store`` each run is also recorded: ``sqlite`` in a temporary file,
 ``postgresql`` at ``$PARTITA_BENCH_POSTGRES_URL``. The store is opened once,
 as a long-lived process would; the no-store figure is measured in the same
-invocation so the ratio is comparable. With ``--executor process`` every body
+invocation, interleaved with the other figure's runs, so the ratio (the
+median of the repeats' ratios) is comparable. With ``--executor process`` every body
 runs in a worker process; the in-process figure is measured alongside for the
 ratio (pick smaller sizes: a process round trip costs far more than a thread's).
 
@@ -254,11 +255,17 @@ def main() -> None:
         for size in args.sizes:
             keys = keys_for(size)
             attempts = 3 * size
-            medians = {}
+            # Interleaved: each repeat measures every flow once, so a busier moment of the machine
+            # weighs on both sides of a ratio; the ratio is the median of the repeats' ratios.
+            times: dict[str, list[float]] = {name: [] for name in flows}
+            for _ in range(args.repeat):
+                for name, flow in flows.items():
+                    times[name].append(measure(flow, keys))
+            medians = {name: statistics.median(values) for name, values in times.items()}
             for name, flow in flows.items():
-                medians[name] = statistics.median(measure(flow, keys) for _ in range(args.repeat))
                 baseline = "in_process" if name == "process" else "no_store"
-                ratio = "" if name == "none" else f" ratio_to_{baseline}={medians[name] / medians['none']:.2f}"
+                paired = statistics.median(ours / base for ours, base in zip(times[name], times["none"], strict=True))
+                ratio = "" if name == "none" else f" ratio_to_{baseline}={paired:.2f}"
                 peak = f" peak_bytes_per_attempt={peak_memory(flow, keys) / attempts:.0f}" if name == "none" else ""
                 store, executor = ("none", name) if name == "process" else (name, "in-process")
                 print(
