@@ -93,6 +93,22 @@ def test_a_long_transaction_delays_events_but_loses_none(pg_store: SqlStore, pos
     assert runs_per_key(pg_store) == {"2024-01-03": 1}
 
 
+def test_a_pass_reports_the_first_event_an_older_transaction_holds_back(
+    pg_store: SqlStore, postgres_url: str, entry: str
+):
+    (flow,) = load_trigger_flows(entry)
+    evaluator = TriggerEvaluator(flow, pg_store)
+    with psycopg.connect(postgres_url) as other:
+        other.execute("SELECT pg_current_xact_id()")  # an unrelated writer's transaction, open
+        first, _ = publish(pg_store, "2024-01-04", "2024-01-05")
+        report = evaluator.evaluate()
+        assert (report.new_events, report.ready) == (0, {})
+        assert report.held_back is not None and report.held_back.event_id == first
+        other.commit()
+    report = evaluator.evaluate()
+    assert (report.new_events, report.held_back) == (2, None)
+
+
 PRODUCERS = 4
 #: Enough for the producers' commits to interleave with the daemon's reads many times over; the
 #: 10,000-run figures are benchmarks/triggers.py's, not this test's.

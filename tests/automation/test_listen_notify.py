@@ -358,6 +358,76 @@ def test_a_new_event_wakes_a_daemon_whose_poll_interval_is_long(pg_store: SqlSto
     assert daemon.started_runs == 2
 
 
+def _recorded_evaluations(daemon: TriggerDaemon) -> tuple[threading.Condition, list[Any]]:
+    """The reports of the daemon's (one flow's) evaluations, appended as they are made, and a condition notified then."""
+    (evaluator,) = daemon.evaluators
+    evaluated = threading.Condition()
+    reports: list[Any] = []
+    original = evaluator.evaluate
+
+    def evaluate(**options: Any) -> Any:
+        report = original(**options)
+        with evaluated:
+            reports.append(report)
+            evaluated.notify_all()
+        return report
+
+    evaluator.evaluate = evaluate  # type: ignore[method-assign]
+    return evaluated, reports
+
+
+def test_an_announced_event_held_back_by_an_older_transaction_starts_its_run_once_that_transaction_ends(
+    pg_store: SqlStore, postgres_url: str
+) -> None:
+    """The announcement arrives while an older transaction is open, so the pass cannot read the event yet.
+
+    That transaction's end is announced to nobody (it may write no event, or
+    only events of other assets): the daemon must look again by itself, not
+    wait for its poll interval. A consumer run finishing its write while a
+    producer emits made this happen at random.
+    """
+    pipeline = Pipeline(pg_store)
+    daemon = TriggerDaemon([pipeline.flow], pg_store, poll_interval=LONG_POLL)
+    evaluated, reports = _recorded_evaluations(daemon)
+    pipeline.publish("2024-01-01")
+    with serving(daemon):
+        pipeline.consumer_started("2024-01-01", PROMPTLY)
+        with psycopg.connect(postgres_url) as older:
+            older.execute("SELECT pg_current_xact_id()")  # a writer's transaction, older than the event's
+            pipeline.emit("2024-01-02")
+            with evaluated:  # the first pass (2024-01-01), then the one the announcement started
+                assert evaluated.wait_for(lambda: len(reports) >= 2, PROMPTLY)
+                assert reports[1].new_events == 0  # held back: the older transaction is still open
+            older.commit()
+        ended = time.monotonic()
+
+        assert pipeline.consumer_started("2024-01-02", PROMPTLY) - ended < PROMPTLY
+    assert daemon.started_runs == 2
+
+
+def test_a_daemon_looks_again_for_an_event_a_long_transaction_holds_back_less_and_less_often(
+    pg_store: SqlStore, postgres_url: str
+) -> None:
+    pipeline = Pipeline(pg_store)
+    daemon = TriggerDaemon([pipeline.flow], pg_store, poll_interval=LONG_POLL)
+    evaluated, reports = _recorded_evaluations(daemon)
+    with serving(daemon):
+        with evaluated:
+            assert evaluated.wait_for(lambda: len(reports) >= 1, PROMPTLY)  # the first pass: nothing yet
+        with psycopg.connect(postgres_url) as older:
+            older.execute("SELECT pg_current_xact_id()")  # a writer's transaction, older than the event's
+            pipeline.publish("2024-01-01")
+            time.sleep(2.0)
+            with evaluated:
+                during = len(reports)
+                assert all(report.new_events == 0 for report in reports)
+            older.commit()
+        pipeline.consumer_started("2024-01-01", PROMPTLY)
+    # The first pass, the announced one, then re-checks 0.01, 0.02, 0.04 ... s later, at most 1 s apart:
+    # about 9 passes in 2 s, where a fixed short delay would make hundreds.
+    assert 3 <= during <= 12
+
+
 def test_the_daemon_listens_again_after_its_connection_is_terminated(
     pg_store: SqlStore, postgres_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:

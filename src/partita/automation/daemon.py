@@ -10,7 +10,10 @@ daemon serving the other flows.
 Between passes the daemon sleeps until the poll interval has passed, a run
 finishes (its slot is refilled), it is told to stop, or, on PostgreSQL, the
 store announces new events of an asset a trigger listens to
-(`partita.store.notifications`): then it evaluates at once. The poll
+(`partita.store.notifications`): then it evaluates at once. An event that
+pass cannot read yet, because a transaction older than its own is still in
+progress, is looked for again after a short delay that grows while the same
+events stay held back: that transaction's end is announced to nobody. The poll
 interval stays the safety net for cron ticks, resumed flows and
 announcements missed while the listening connection was down. On a SQLite
 file, writers on the same machine wake the daemon the same way through a
@@ -43,7 +46,7 @@ from partita.results.model import AttemptStatus, RunResult
 from partita.store.local_wakeup import WakeupReceiver, local_wakeup_supported
 from partita.store.notifications import EventListener, listen_for_events
 from partita.store.sql import SqlStore
-from partita.store.triggers import TriggerRequest, TriggerStore
+from partita.store.triggers import EventPosition, TriggerRequest, TriggerStore
 
 __all__ = ["FlowFailure", "TriggerDaemon", "json_log_handler"]
 
@@ -53,6 +56,12 @@ HEARTBEAT_SECONDS = 5.0
 #: Events announced sooner than this after the last evaluation began are evaluated this long
 #: after it: a producer committing events one by one would otherwise cost a whole pass per event.
 ANNOUNCED_EVALUATION_GAP = 0.005
+#: A pass that finds a committed event held back by an older transaction still in progress
+#: (PostgreSQL) evaluates again this long after it began, then twice as long each time the same
+#: events are still held back, up to HELD_BACK_RECHECK_MAX (never beyond the poll interval): that
+#: transaction's end is announced to nobody, and the event's own announcement is spent.
+HELD_BACK_RECHECK = 0.01
+HELD_BACK_RECHECK_MAX = 1.0
 
 
 class _Wakeup:
@@ -137,6 +146,9 @@ class TriggerDaemon:
         self._deferred: set[str] = set()
         #: Flows whose last pass failed, with the reason; they are retried on every pass.
         self.failing: dict[str, FlowFailure] = {}
+        #: Per flow, the first event its last evaluation found held back by an older transaction.
+        self._held_back: dict[str, EventPosition] = {}
+        self._held_back_seen: dict[str, EventPosition] = {}  # as the last re-check delay was chosen
         #: Upstream assets of the event triggers: announcements of other assets are ignored.
         self.watched_assets = frozenset(
             asset
@@ -219,6 +231,7 @@ class TriggerDaemon:
         last_heartbeat = time.monotonic()
         last_evaluation = float("-inf")
         announced = False  # events were announced since the last evaluation began
+        recheck = 0.0  # evaluate again this long after the last evaluation began, for held-back events (0: none)
         try:
             # Listen before the first pass: every event committed after that pass is announced.
             if self._listen and self.watched_assets:
@@ -231,19 +244,22 @@ class TriggerDaemon:
                     # Triggers are evaluated when events were announced (a burst a few at a
                     # time) or the poll interval has passed; a freed slot only takes the next due
                     # request, and an announcement still waiting for its evaluation does nothing yet.
+                    # Events held back by an older transaction are evaluated again soon, as that
+                    # transaction's end wakes nobody.
                     since = time.monotonic() - last_evaluation
-                    evaluate = (announced and since >= ANNOUNCED_EVALUATION_GAP) or since >= self.poll_interval
+                    evaluate = since >= self._evaluation_interval(announced, recheck)
                     freed, self._freed = self._freed, False
                     if evaluate:
                         last_evaluation, announced = time.monotonic(), False
                     if evaluate or freed:
                         self._pass(evaluate, polled=since >= self.poll_interval)
+                        recheck = self._recheck_delay(recheck, evaluate)
                     if time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
                         triggers.daemon_heartbeat(self.daemon_id, time.time())
                         last_heartbeat = time.monotonic()
                 except PartitaError as exc:
                     log.error("trigger pass failed: %s", exc, extra={"daemon": self.daemon_id})
-                interval = ANNOUNCED_EVALUATION_GAP if announced else self.poll_interval
+                interval = self._evaluation_interval(announced, recheck)
                 next_due = min(last_evaluation + interval, last_heartbeat + HEARTBEAT_SECONDS)
                 announced = self._sleep(max(0.0, next_due - time.monotonic())) or announced
         finally:
@@ -261,6 +277,31 @@ class TriggerDaemon:
             wakeup.close()
             triggers.daemon_heartbeat(self.daemon_id, time.time(), stopped=True)
             log.info("daemon stopped", extra={"daemon": self.daemon_id})
+
+    def _evaluation_interval(self, announced: bool, recheck: float) -> float:
+        """How long after the last evaluation began the next one is due."""
+        interval = self.poll_interval
+        if announced:
+            interval = min(interval, ANNOUNCED_EVALUATION_GAP)
+        if recheck:
+            interval = min(interval, recheck)
+        return interval
+
+    def _recheck_delay(self, delay: float, evaluated: bool) -> float:
+        """The next re-check delay for held-back events after a pass (0: none are held back).
+
+        The same events still held back after an evaluation double the delay;
+        others start it again at `HELD_BACK_RECHECK`.
+        """
+        held = self._held_back
+        if not held:
+            delay = 0.0
+        elif held != self._held_back_seen or not delay:
+            delay = HELD_BACK_RECHECK
+        elif evaluated:
+            delay = min(2 * delay, HELD_BACK_RECHECK_MAX)
+        self._held_back_seen = dict(held)
+        return delay
 
     def _sleep(self, timeout: float) -> bool:
         """Wait for a freed slot, a stop, announced events or the timeout; True when events were announced."""
@@ -302,6 +343,7 @@ class TriggerDaemon:
                 try:
                     self._evaluate(evaluator)
                 except Exception as exc:  # noqa: BLE001 - one flow's failure must not stop the others
+                    self._held_back.pop(name, None)  # unknown now; the next pass tries the flow again
                     self._flow_failed(name, exc)
                     failed = True
             # Requests recorded before a failure still start: they were decided while the flow was sound.
@@ -320,6 +362,10 @@ class TriggerDaemon:
     def _evaluate(self, evaluator: TriggerEvaluator) -> None:
         report = evaluator.evaluate()
         self._paused[evaluator.flow.name] = report.paused
+        if report.held_back is None:
+            self._held_back.pop(evaluator.flow.name, None)
+        else:
+            self._held_back[evaluator.flow.name] = report.held_back
         for event_id, reason in report.rejected:
             log.warning("event ignored: %s", reason, extra={"flow": evaluator.flow.name, "request": event_id})
 

@@ -52,6 +52,9 @@ class PassReport:
     paused: bool = False
     #: Per ready or waiting key whose requirement could be answered: how far its upstream is.
     progress: dict[str, UpstreamProgress] = field(default_factory=dict)
+    #: The first committed event the pass could not read yet, because a transaction older than its
+    #: own is still in progress (PostgreSQL): a later pass reads it. None when there is none.
+    held_back: EventPosition | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +117,8 @@ class TriggerEvaluator:
     def _evaluate_events(
         self, trigger: OnAssetEvents, report: PassReport, record: bool, now: dt.datetime, cursor: EventPosition
     ) -> None:
-        new = self.triggers.new_events(trigger.assets, cursor)
+        read = self.triggers.read_new_events(trigger.assets, cursor)
+        new, report.held_back = read.events, read.held_back
         report.new_events = len(new)
         consumer = self.consumer_def
         affected: dict[str, list[int]] = {}

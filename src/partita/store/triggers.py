@@ -28,7 +28,15 @@ from partita.store.schema import (
 )
 from partita.store.trigger_requests import TriggerLaunch, TriggerRequest, TriggerRequests
 
-__all__ = ["DaemonRecord", "EventPosition", "TriggerLaunch", "TriggerRequest", "TriggerStore", "WaitingKey"]
+__all__ = [
+    "DaemonRecord",
+    "EventPosition",
+    "NewEvents",
+    "TriggerLaunch",
+    "TriggerRequest",
+    "TriggerStore",
+    "WaitingKey",
+]
 
 _CHUNK = 500
 
@@ -46,6 +54,20 @@ class EventPosition:
 
     txid: int = 0
     event_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvents:
+    """What a trigger pass reads of the event log (`TriggerStore.read_new_events`).
+
+    ``events``: (position, asset, key) of the settled events, in commit order.
+    ``held_back``: the position of the first event already committed that
+    cannot be read yet because a transaction older than its own is still in
+    progress (PostgreSQL only; None when there is none).
+    """
+
+    events: list[tuple[EventPosition, str, str | None]]
+    held_back: EventPosition | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +147,13 @@ class TriggerStore(TriggerRequests):
     ) -> list[tuple[EventPosition, str, str | None]]:
         """(position, asset, key) of the settled events after ``after`` for ``assets``, in commit order.
 
+        `read_new_events`'s events, without what it says about events held back.
+        """
+        return self.read_new_events(assets, after, limit).events
+
+    def read_new_events(self, assets: Sequence[str], after: EventPosition, limit: int = 10_000) -> NewEvents:
+        """The settled events after ``after`` for ``assets`` in commit order, and the first one held back.
+
         SQLite commits one writer at a time, so event ids follow commit order.
         PostgreSQL assigns an id when a transaction inserts and shows the row
         when it commits: a smaller id can appear after a larger one was read.
@@ -132,12 +161,16 @@ class TriggerStore(TriggerRequests):
         transactions older than every transaction still in progress (the
         snapshot's xmin, read in a statement of its own before the rows are),
         so no event can later appear behind the cursor. An event waits until
-        every older transaction has ended, a long one included.
+        every older transaction has ended, a long one included. The same
+        statement finds the first committed event that waits so (`NewEvents.held_back`):
+        the end of the transactions holding it back is announced to nobody,
+        so a reader woken by its notification must look again by itself.
         """
         names = list(assets)
         if not names:  # nothing to read; PostgreSQL would reject the empty IN ()
-            return []
+            return NewEvents([], None)
         placeholders = ", ".join("?" * len(names))
+        held_back: EventPosition | None = None
         # Plain DBAPI rows: a pass after a burst reads thousands, and SQLAlchemy rows would cost more than the query.
         with self._failures("read new events"):
             if self._database.dialect != "postgresql":
@@ -148,14 +181,24 @@ class TriggerStore(TriggerRequests):
                 )
             else:
                 with self._database.connect() as connection:
-                    settled = connection.exec_driver_sql(_SETTLED_TXID).scalar_one()
+                    settled = int(connection.exec_driver_sql(_SETTLED_TXID).scalar_one())
+                    # The settled events, then the first one held back (its txid sorts it last).
+                    select_after = (
+                        f"SELECT txid, id, asset, partition_key FROM {events.name} "
+                        f"WHERE (txid, id) > (?, ?) AND asset IN ({placeholders})"
+                    )
+                    bounds = (after.txid, after.event_id, *names, settled)
                     rows = self._database.rows(
                         connection,
-                        f"SELECT txid, id, asset, partition_key FROM {events.name} WHERE (txid, id) > (?, ?) "
-                        f"AND txid < ? AND asset IN ({placeholders}) ORDER BY txid, id LIMIT ?",
-                        (after.txid, after.event_id, int(settled), *names, limit),
+                        f"({select_after} AND txid < ? ORDER BY txid, id LIMIT ?) "
+                        f"UNION ALL ({select_after} AND txid >= ? ORDER BY txid, id LIMIT 1) ORDER BY txid, id",
+                        (*bounds, limit, *bounds),
                     )
-        return [(EventPosition(int(txid), int(event_id)), asset, key) for txid, event_id, asset, key in rows]
+                if rows and int(rows[-1][0]) >= settled:
+                    txid, event_id, _, _ = rows.pop()
+                    held_back = EventPosition(int(txid), int(event_id))
+        found = [(EventPosition(int(txid), int(event_id)), asset, key) for txid, event_id, asset, key in rows]
+        return NewEvents(found, held_back)
 
     def keys_with_events(self, asset: str, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` have at least one event of ``asset``."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 
-from partita.store.triggers import EventPosition, TriggerLaunch, WaitingKey
+from partita.store.triggers import EventPosition, NewEvents, TriggerLaunch, WaitingKey
 
 from .conftest import count_rows, dead_pid, draft, start_run
 
@@ -324,6 +324,17 @@ def test_new_events_of_no_assets_are_none_on_every_backend(trigger_state, event_
     event_store.record_event(draft("raw", key="k1"))
 
     assert trigger_state.new_events([], START) == []
+    assert trigger_state.read_new_events([], START) == NewEvents([], None)
+
+
+def test_with_no_transaction_in_progress_no_event_is_held_back(trigger_state, event_store):
+    for asset, key in [("raw", "k1"), ("other", "k1"), ("raw", "k2")]:
+        event_store.record_event(draft(asset, key=key))
+
+    read = trigger_state.read_new_events(["raw"], START)
+    assert read == NewEvents(trigger_state.new_events(["raw"], START), None)
+    assert [key for _, _, key in read.events] == ["k1", "k2"]
+    assert trigger_state.read_new_events(["raw"], START, limit=1).held_back is None
 
 
 def test_a_daemon_is_registered_beats_and_stops(trigger_state, tables):
