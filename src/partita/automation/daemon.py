@@ -252,7 +252,7 @@ class TriggerDaemon:
                     if evaluate:
                         last_evaluation, announced = time.monotonic(), False
                     if evaluate or freed:
-                        self._pass(evaluate, polled=since >= self.poll_interval)
+                        self._pass(evaluate, polled=since >= self.poll_interval, freed=freed)
                         recheck = self._recheck_delay(recheck, evaluate)
                     if time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
                         triggers.daemon_heartbeat(self.daemon_id, time.time())
@@ -315,7 +315,7 @@ class TriggerDaemon:
         self._wakeup.clear()
         return announced
 
-    def _pass(self, evaluate: bool = True, *, polled: bool = True) -> int:
+    def _pass(self, evaluate: bool = True, *, polled: bool = True, freed: bool = True) -> int:
         """Evaluate triggers (when due) and fill free slots with due requests; the number claimed.
 
         Every flow is evaluated even when the slots are full: its requests
@@ -325,7 +325,9 @@ class TriggerDaemon:
         are served meanwhile. Announced events (not ``polled``) of a batched
         flow whose partial batch runs are read when that run ends, or at the
         next poll: the keys they make due mostly join the next batch, and a
-        pass per burst of events would cost more than their wait.
+        pass per burst of events would cost more than their wait. Such a
+        flow's due requests are not read either, unless a run ended
+        (``freed``): nothing new can have become due for it.
         """
         before = self._claims
         full = False
@@ -335,6 +337,8 @@ class TriggerDaemon:
             batch_running = not self._partial.get(name, _DONE).done()
             if evaluate and not polled and batch_running:
                 self._deferred.add(name)
+                if not freed:
+                    continue
                 evaluate_flow = False
             else:
                 evaluate_flow = evaluate or (name in self._deferred and not batch_running)
