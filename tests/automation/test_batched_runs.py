@@ -229,21 +229,31 @@ def _until(condition: Any, seconds: float = 20.0) -> None:
         time.sleep(0.01)
 
 
+@contextlib.contextmanager
+def _first_key_held(
+    store: SqlStore, seen: Seen, release: threading.Event, max_keys_per_run: int
+) -> Iterator[TriggerDaemon]:
+    """A serving daemon whose run of the first key (a batch of one) is in flight until ``release``."""
+    flow = _held_flow(seen, max_keys_per_run, KEYS[0], release)
+    daemon = TriggerDaemon([flow], store, max_in_flight=4, poll_interval=0.05)
+    with _serving(daemon):
+        publish(store, KEYS[0])
+        _until(lambda: len(seen.attempts) == 1)
+        yield daemon
+
+
 def test_keys_due_while_a_partial_batch_runs_start_together_when_it_ends(store_url: str) -> None:
     seen, release = Seen(), threading.Event()
-    with contextlib.closing(SqlStore(store_url)) as store:
-        daemon = TriggerDaemon([_held_flow(seen, 10, KEYS[0], release)], store, poll_interval=0.05)
-        with _serving(daemon):
-            publish(store, KEYS[0])
-            _until(lambda: len(seen.attempts) == 1)  # a batch of one key runs: it is held
-            for key in KEYS[1:6]:
-                publish(store, key)
-            time.sleep(0.5)  # ten polls: the requests are recorded, but a second partial batch waits
-            assert len(seen.attempts) == 1 and daemon.started_runs == 0
-            assert TriggerStore(store).request_counts("batched").get("pending") == 5
-            release.set()
-            _until(lambda: len(seen.attempts) == 6)
-            _until(lambda: daemon.started_runs == 2)
+    with contextlib.closing(SqlStore(store_url)) as store, _first_key_held(store, seen, release, 10) as daemon:
+        # The first key's batch runs: it is held.
+        for key in KEYS[1:6]:
+            publish(store, key)
+        time.sleep(0.5)  # ten polls: the requests are recorded, but a second partial batch waits
+        assert len(seen.attempts) == 1 and daemon.started_runs == 0
+        assert TriggerStore(store).request_counts("batched").get("pending") == 5
+        release.set()
+        _until(lambda: len(seen.attempts) == 6)
+        _until(lambda: daemon.started_runs == 2)
     assert seen.keys() == KEYS[:6]
     runs = [run_id for _, run_id, _ in seen.attempts]
     assert [runs.count(run_id) for run_id in dict.fromkeys(runs)] == [1, 5]  # the five keys in one run
@@ -253,30 +263,22 @@ def test_keys_due_while_a_partial_batch_runs_start_together_when_it_ends(store_u
 
 def test_full_batches_start_while_a_partial_batch_runs(store_url: str) -> None:
     seen, release = Seen(), threading.Event()
-    with contextlib.closing(SqlStore(store_url)) as store:
-        daemon = TriggerDaemon([_held_flow(seen, 3, KEYS[0], release)], store, max_in_flight=4, poll_interval=0.05)
-        with _serving(daemon):
-            publish(store, KEYS[0])
-            _until(lambda: len(seen.attempts) == 1)
-            publish(store, *KEYS[1:8])  # two full batches of three, and one key over
-            _until(lambda: len(seen.attempts) == 7)  # the full batches run beside the held one
-            time.sleep(0.3)
-            assert sorted(seen.keys()) == sorted(KEYS[:7])  # the key over waits for the partial batch
-            release.set()
-            _until(lambda: len(seen.attempts) == 8)
-            _until(lambda: daemon.started_runs == 4)
+    with contextlib.closing(SqlStore(store_url)) as store, _first_key_held(store, seen, release, 3) as daemon:
+        publish(store, *KEYS[1:8])  # two full batches of three, and one key over
+        _until(lambda: len(seen.attempts) == 7)  # the full batches run beside the held one
+        time.sleep(0.3)
+        assert sorted(seen.keys()) == sorted(KEYS[:7])  # the key over waits for the partial batch
+        release.set()
+        _until(lambda: len(seen.attempts) == 8)
+        _until(lambda: daemon.started_runs == 4)
     assert seen.keys() == KEYS[:8] and len(seen.runs()) == 4
 
 
 def test_one_key_runs_never_wait_for_each_other(store_url: str) -> None:
     seen, release = Seen(), threading.Event()
-    with contextlib.closing(SqlStore(store_url)) as store:
-        daemon = TriggerDaemon([_held_flow(seen, 1, KEYS[0], release)], store, max_in_flight=4, poll_interval=0.05)
-        with _serving(daemon):
-            publish(store, KEYS[0])
-            _until(lambda: len(seen.attempts) == 1)
-            publish(store, *KEYS[1:4])
-            _until(lambda: len(seen.attempts) == 4)  # each its own run, beside the held one
-            release.set()
-            _until(lambda: daemon.started_runs == 4)
+    with contextlib.closing(SqlStore(store_url)) as store, _first_key_held(store, seen, release, 1) as daemon:
+        publish(store, *KEYS[1:4])
+        _until(lambda: len(seen.attempts) == 4)  # each its own run, beside the held one
+        release.set()
+        _until(lambda: daemon.started_runs == 4)
     assert len(seen.runs()) == 4

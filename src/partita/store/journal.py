@@ -253,7 +253,7 @@ class StoreJournal:
             (event.attempt.asset_name, event.attempt.index) for event in batch if type(event) is AttemptFinished
         }
         fresh, updates = _Rows(), _Rows()
-        written, run_id, now = self._written, self._run_id, time.time()
+        written, now = self._written, time.time()
         for event in batch:
             if type(event) is AttemptFinished:
                 attempt = event.attempt
