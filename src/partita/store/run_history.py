@@ -174,29 +174,24 @@ class SqlRunHistory:
         # Outlet events commit in the same transaction as the successes they announce.
         outlets = [event_row(draft) for draft in batch.outlets] if batch.outlets else []
         built = list(batch.outlet_rows)
-        if replay:  # both kinds of rows carry (asset, partition_key) first
-            outlets = self._unstored_outlets(connection, run_id, outlets) if outlets else outlets
-            built = self._unstored_outlets(connection, run_id, built) if built else built
+        if replay and (outlets or built):  # both kinds of rows carry (asset, partition_key) first
+            stored = self._stored_outlets(connection, run_id, {row[0] for row in (*outlets, *built)})
+            outlets = [row for row in outlets if (row[0], row[1]) not in stored]
+            built = [row for row in built if (row[0], row[1]) not in stored]
         if outlets:
             database.insert(connection, events, outlets, skip=1)
         if built:
             database.insert(connection, events, built, shape=outlet_shape(run_id))
 
-    def _unstored_outlets(
-        self, connection: Any, run_id: str, outlets: list[tuple[Any, ...]]
-    ) -> list[tuple[Any, ...]]:
-        """The outlet rows not yet stored: a run announces each (asset, key) success once."""
-        stored: set[tuple[str, str | None]] = set()
-        names = sorted({row[0] for row in outlets})
+    def _stored_outlets(self, connection: Any, run_id: str, assets: set[str]) -> set[tuple[str, str | None]]:
+        """The (asset, key) outlet events of ``assets`` the run stored already: a run announces each success once."""
+        names = sorted(assets)
         query = (
             f"SELECT asset, partition_key FROM {events.name} WHERE source_run_id = ? AND source_kind = ? "
             f"AND asset IN ({', '.join('?' * len(names))})"
         )
-        for asset, key in connection.exec_driver_sql(
-            self._database.driver_sql(query), (run_id, SourceKind.OUTLET.value, *names)
-        ):
-            stored.add((asset, key))
-        return [row for row in outlets if (row[0], row[1]) not in stored]
+        rows = connection.exec_driver_sql(self._database.driver_sql(query), (run_id, SourceKind.OUTLET.value, *names))
+        return {(asset, key) for asset, key in rows}
 
     def record_heartbeat(self, run_id: str, at: float) -> None:
         """Tell other hosts the run's owner is alive at ``at``."""
