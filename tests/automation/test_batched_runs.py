@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import update
 
 import partita as p
+from partita.automation import daemon as daemon_module
 from partita.automation.daemon import TriggerDaemon
 from partita.automation.evaluation import TriggerEvaluator, run_request
 from partita.errors import DefinitionError
@@ -282,3 +283,21 @@ def test_one_key_runs_never_wait_for_each_other(store_url: str) -> None:
         release.set()
         _until(lambda: daemon.started_runs == 4)
     assert len(seen.runs()) == 4
+
+
+def test_keys_stop_waiting_for_a_partial_batch_that_outlives_the_wait(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partial batch stuck in a slow body holds the flow's later keys back only for `PARTIAL_BATCH_WAIT`."""
+    monkeypatch.setattr(daemon_module, "PARTIAL_BATCH_WAIT", 0.5)
+    seen, release = Seen(), threading.Event()
+    with contextlib.closing(SqlStore(store_url)) as store, _first_key_held(store, seen, release, 10) as daemon:
+        publish(store, *KEYS[1:4])
+        time.sleep(0.2)
+        assert len(seen.attempts) == 1  # within the wait, the keys wait for the held batch
+        _until(lambda: len(seen.attempts) == 4, seconds=10)  # then they run beside it, held still
+        assert not release.is_set()
+        release.set()
+        _until(lambda: daemon.started_runs == 2)
+    runs = [run_id for _, run_id, _ in seen.attempts]
+    assert [runs.count(run_id) for run_id in dict.fromkeys(runs)] == [1, 3]

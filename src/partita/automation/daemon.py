@@ -56,6 +56,8 @@ HEARTBEAT_SECONDS = 5.0
 #: Events announced sooner than this after the last evaluation began are evaluated this long
 #: after it: a producer committing events one by one would otherwise cost a whole pass per event.
 ANNOUNCED_EVALUATION_GAP = 0.005
+#: Keys due while a batched flow's partial batch runs wait for it at most this long after it began.
+PARTIAL_BATCH_WAIT = 1.0
 #: A pass that finds a committed event held back by an older transaction still in progress
 #: (PostgreSQL) evaluates again this long after it began, then twice as long each time the same
 #: events are still held back, up to HELD_BACK_RECHECK_MAX (never beyond the poll interval): that
@@ -141,7 +143,7 @@ class TriggerDaemon:
         self._freed = False
         self._paused: dict[str, bool] = {}
         #: Per batched flow, its run in flight that started with fewer keys than a full batch.
-        self._partial: dict[str, concurrent.futures.Future[Any]] = {}
+        self._partial: dict[str, tuple[concurrent.futures.Future[Any], float]] = {}
         #: Batched flows whose announced events wait for their partial batch's end to be read.
         self._deferred: set[str] = set()
         #: Flows whose last pass failed, with the reason; they are retried on every pass.
@@ -334,7 +336,7 @@ class TriggerDaemon:
         for evaluator in self.evaluators:
             name = evaluator.flow.name
             failed = False
-            batch_running = not self._partial.get(name, _DONE).done()
+            batch_running = self._partial_batch_running(name)
             if evaluate and not polled and batch_running:
                 self._deferred.add(name)
                 if not freed:
@@ -386,6 +388,15 @@ class TriggerDaemon:
             exc_info=not repeated and not isinstance(exc, PartitaError),
         )
 
+    def _partial_batch_running(self, name: str) -> bool:
+        """Whether the flow's last partial batch still runs, and began less than `PARTIAL_BATCH_WAIT` ago.
+
+        Past that, keys stop waiting for it: a batch stuck in a slow body
+        must not hold back the flow's later keys.
+        """
+        running = self._partial.get(name)
+        return running is not None and not running[0].done() and time.monotonic() - running[1] < PARTIAL_BATCH_WAIT
+
     def _start_due(self, evaluator: TriggerEvaluator) -> bool:
         """Claim and start ``evaluator``'s due requests while slots are free; True when the slots are full."""
         self._in_flight = {future for future in self._in_flight if not future.done()}
@@ -402,7 +413,7 @@ class TriggerDaemon:
             # A partial batch waits while the flow's last one runs: the keys due meanwhile then
             # start together, so a steady stream of events makes few full runs, not many small ones.
             partial = len(batch) < size and batch[0].status == "pending"
-            if partial and not self._partial.get(name, _DONE).done():
+            if partial and self._partial_batch_running(name):
                 continue
             claimed = evaluator.claim_run(batch)
             if claimed is None:
@@ -419,12 +430,8 @@ class TriggerDaemon:
             future.add_done_callback(functools.partial(self._slot_freed, evaluator.flow.name))
             self._in_flight.add(future)
             if partial:
-                self._partial[name] = future
+                self._partial[name] = (future, time.monotonic())
         return False
-
-
-_DONE: concurrent.futures.Future[Any] = concurrent.futures.Future()
-_DONE.set_result(None)
 
 
 def _run_consumer(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]) -> RunResult | None:
