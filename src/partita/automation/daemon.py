@@ -263,7 +263,7 @@ class TriggerDaemon:
                     log.error("trigger pass failed: %s", exc, extra={"daemon": self.daemon_id})
                 interval = self._evaluation_interval(announced, recheck)
                 next_due = min(last_evaluation + interval, last_heartbeat + HEARTBEAT_SECONDS)
-                announced = self._sleep(max(0.0, next_due - time.monotonic())) or announced
+                announced = self._sleep(max(0.0, next_due - time.monotonic()), announced=announced) or announced
         finally:
             log.info("daemon stopping: waiting for runs in flight", extra={"daemon": self.daemon_id})
             if self._listener is not None:
@@ -305,15 +305,21 @@ class TriggerDaemon:
         self._held_back_seen = dict(held)
         return delay
 
-    def _sleep(self, timeout: float) -> bool:
-        """Wait for a freed slot, a stop, announced events or the timeout; True when events were announced."""
+    def _sleep(self, timeout: float, *, announced: bool = False) -> bool:
+        """Wait for a freed slot, a stop, announced events or the timeout; True when events were announced.
+
+        When events were ``announced`` already, more of them would not bring the
+        evaluation forward: a SQLite daemon leaves its wake-up socket unread
+        until then, instead of waking for every commit of a busy producer.
+        """
         assert self._wakeup is not None
         if self._listener is not None:
             announced = self._listener.wait(timeout, interrupt=self._wakeup.fileno())
         else:
-            readable = [self._wakeup.fileno()] + ([self._local.fileno()] if self._local is not None else [])
+            local = self._local if self._local is not None and not announced else None
+            readable = [self._wakeup.fileno()] + ([local.fileno()] if local is not None else [])
             select.select(readable, [], [], timeout)
-            announced = self._local is not None and self._local.drain(self.watched_assets)
+            announced = local is not None and local.drain(self.watched_assets)
         self._wakeup.clear()
         return announced
 
