@@ -309,17 +309,20 @@ class TriggerDaemon:
         """Wait for a freed slot, a stop, announced events or the timeout; True when events were announced.
 
         When events were ``announced`` already, more of them would not bring the
-        evaluation forward: a SQLite daemon leaves its wake-up socket unread
-        until then, instead of waking for every commit of a busy producer.
+        evaluation forward: the daemon leaves announcements unread until then
+        (they wait in the socket or the listening connection), instead of
+        waking for every commit of a busy producer.
         """
         assert self._wakeup is not None
-        if self._listener is not None:
+        if announced:
+            select.select([self._wakeup.fileno()], [], [], timeout)
+            announced = False
+        elif self._listener is not None:
             announced = self._listener.wait(timeout, interrupt=self._wakeup.fileno())
         else:
-            local = self._local if self._local is not None and not announced else None
-            readable = [self._wakeup.fileno()] + ([local.fileno()] if local is not None else [])
+            readable = [self._wakeup.fileno()] + ([self._local.fileno()] if self._local is not None else [])
             select.select(readable, [], [], timeout)
-            announced = local is not None and local.drain(self.watched_assets)
+            announced = self._local is not None and self._local.drain(self.watched_assets)
         self._wakeup.clear()
         return announced
 
