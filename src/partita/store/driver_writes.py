@@ -49,6 +49,9 @@ class ThreadConnections:
         local = self._local
         connection, local.connection, local.pid = getattr(local, "connection", None), None, None
         if connection is not None:
+            with self._lock:  # closed here: `close` need not keep it (a daemon may drop many over its life)
+                if connection in self._open:
+                    self._open.remove(connection)
             with contextlib.suppress(Exception):
                 connection.close()
 
