@@ -27,6 +27,7 @@ from sqlalchemy.pool import StaticPool
 
 from partita.errors import ConfigurationError, StoreError
 from partita.store.bulk_writes import RowShape, Upsert, insert_rows, upsert_rows, upsert_statements
+from partita.store.checkpointer import BACKSTOP_PAGES, WalCheckpointer
 from partita.store.driver_writes import SqliteWriters
 from partita.store.fork_gate import sqlite_write
 from partita.store.local_wakeup import WakeupSender, local_wakeup_supported
@@ -52,6 +53,8 @@ def configure_sqlite(connection: Any) -> None:
 
     ``synchronous=NORMAL`` in WAL mode: a committed transaction survives a
     crash of the process; the last transactions may be lost on power loss.
+    Checkpoints run in the background (`WalCheckpointer`); a writer's own
+    starts only at `BACKSTOP_PAGES`.
     """
     connection.isolation_level = None  # partita issues BEGIN itself
     cursor = connection.cursor()
@@ -59,6 +62,7 @@ def configure_sqlite(connection: Any) -> None:
     with contextlib.suppress(sqlite3.OperationalError):  # read-only files keep their mode
         cursor.execute("PRAGMA journal_mode = WAL")
     cursor.execute("PRAGMA synchronous = NORMAL")
+    cursor.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
 
@@ -147,6 +151,8 @@ class Database:
         self._wakeup: WakeupSender | None = None
         #: Each thread's own write connection to a SQLite file (`driver_write`).
         self._writers: SqliteWriters | None = None
+        #: Copies a SQLite file's log into it after this process's commits (None: nothing to checkpoint).
+        self.checkpointer: WalCheckpointer | None = None
         #: PostgreSQL: each table's binary COPY types, read from the catalog once (`bulk_writes`).
         self._copy_types: dict[str, dict[str, str | None]] = {}
         if location.backend is StoreBackend.SQLITE:
@@ -157,7 +163,8 @@ class Database:
                     self._wakeup = WakeupSender(self.sqlite_path)
             self.engine = _sqlite_engine(location, self.access)
             if self.sqlite_path is not None and self.access is SqliteAccess.READ_WRITE:
-                self._writers = SqliteWriters(self.driver_connection)
+                self.checkpointer = WalCheckpointer(self.driver_connection)
+                self._writers = SqliteWriters(self.driver_connection, self.checkpointer.committed)
         else:
             self.engine = _postgresql_engine(parsed)
         self._url = location.display
@@ -213,6 +220,8 @@ class Database:
             with connection.begin():
                 yield connection
             assets = connection.info.pop(_EVENTS_WRITTEN, None)
+        if self.checkpointer is not None:
+            self.checkpointer.committed()
         if assets:
             self.events_committed(assets)
 
@@ -326,7 +335,9 @@ class Database:
         return psycopg.connect(self.psycopg_conninfo, connect_timeout=10)
 
     def dispose(self) -> None:
-        """Close the pool's connections and the threads' write connections."""
+        """Close the pool's connections and the threads' write connections; stop checkpointing."""
+        if self.checkpointer is not None:
+            self.checkpointer.close()
         if self._writers is not None:
             self._writers.close()
         self.engine.dispose()

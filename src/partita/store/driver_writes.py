@@ -87,8 +87,9 @@ class DriverTransaction:
 class SqliteWriters:
     """Each thread's own connection to one SQLite file: its write transactions, and reads outside them."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(self, connect: Callable[[], sqlite3.Connection], committed: Callable[[], None]) -> None:
         self._connections = ThreadConnections(connect)
+        self._committed = committed  # told after every commit (the background checkpoint)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[DriverTransaction]:
@@ -105,6 +106,7 @@ class SqliteWriters:
                     with contextlib.suppress(sqlite3.Error):
                         connection.execute("ROLLBACK")
                 raise
+        self._committed()
 
     def rows(self, statement: str, parameters: Any = ()) -> list[Any]:
         """Every row of a read on this thread's connection, outside any transaction (WAL: the newest commit)."""

@@ -52,6 +52,7 @@ class EventWriter:
     def __init__(self, database: Database) -> None:
         self._database = database
         self._sqlite = database.dialect == "sqlite"
+        self._checkpointer = database.checkpointer
         self._driver_errors = database.driver_errors
         self._row_errors = _row_errors(database.dialect)
         self._connections = ThreadConnections(database.driver_connection)
@@ -141,8 +142,11 @@ class EventWriter:
                     raise
         except self._driver_errors as exc:
             return running[0], exc
-        if inserted and self._sqlite:
-            self._database.events_committed(inserted)
+        if self._sqlite:
+            if self._checkpointer is not None:
+                self._checkpointer.committed()
+            if inserted:
+                self._database.events_committed(inserted)
         return None, None
 
     def _insert_sqlite(

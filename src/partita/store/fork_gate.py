@@ -6,8 +6,9 @@ write transaction inherits that bookkeeping without the lock itself: every
 connection the child opens to that file then waits for a lock nobody will
 release, and its writes fail with "database is locked" after the busy
 timeout. The process executor forks worker processes that emit into the
-store, so each SQLite write transaction holds this gate, and a fork waits
-until none is open (`os.register_at_fork`). Writers to the same file are
+store, so each SQLite write transaction holds this gate, a background
+checkpoint (`checkpointer`) holds a second one, and a fork waits until
+neither is held (`os.register_at_fork`). Writers to the same file are
 serialized by SQLite anyway; the gate costs one uncontended lock per write.
 """
 
@@ -18,10 +19,12 @@ import os
 import threading
 from collections.abc import Iterator
 
-__all__ = ["SQLITE_WRITE_GATE", "sqlite_write"]
+__all__ = ["SQLITE_CHECKPOINT_GATE", "SQLITE_WRITE_GATE", "sqlite_write"]
 
 #: The gate itself, for hot paths that hold it with a plain ``with`` (no generator frame).
 SQLITE_WRITE_GATE = _gate = threading.RLock()
+#: Held around a background checkpoint (`checkpointer`): a lock of its own, so that writers never wait for one.
+SQLITE_CHECKPOINT_GATE = threading.RLock()
 
 
 @contextlib.contextmanager
@@ -31,6 +34,16 @@ def sqlite_write() -> Iterator[None]:
         yield
 
 
+def _before_fork() -> None:
+    _gate.acquire()
+    SQLITE_CHECKPOINT_GATE.acquire()
+
+
+def _after_fork() -> None:
+    SQLITE_CHECKPOINT_GATE.release()
+    _gate.release()
+
+
 if hasattr(os, "register_at_fork"):
-    # The forking thread holds the gate across fork(); both sides let it go.
-    os.register_at_fork(before=_gate.acquire, after_in_parent=_gate.release, after_in_child=_gate.release)
+    # The forking thread holds both gates across fork(); both sides let them go.
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)

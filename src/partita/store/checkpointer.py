@@ -1,0 +1,138 @@
+"""`WalCheckpointer`: copies a SQLite file's write-ahead log into the database on a thread of its own.
+
+In WAL mode SQLite copies the log back into the database file (a
+checkpoint) once it holds 1,000 pages, in whichever thread committed last:
+that thread then pays for the copy and two file syncs. For small
+transactions that is a fifth of each commit's cost (an emission writes about
+six pages, so one in about 170 pays for a checkpoint of 1,000 pages).
+
+Here a background thread checkpoints instead, at most every
+`CHECKPOINT_INTERVAL` seconds while this process commits. SQLite releases
+the interpreter's lock while it copies, so the copy runs beside the writers
+on another core. Writers keep a built-in checkpoint at `BACKSTOP_PAGES` as
+the safety net: a log the thread cannot keep up with (or a process that
+never starts it) stays bounded. A checkpoint of the ``PASSIVE`` kind never
+blocks writers or readers, and a crash during one loses nothing: the log
+stays the record until it is copied. Durability is unchanged: a commit is
+in the log before it returns, as before.
+
+The thread starts on the first commit, exits after `IDLE_SECONDS` without
+one, and holds the fork gate's checkpoint lock while checkpointing, so a
+forked child never inherits a checkpoint's locks (see `fork_gate`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import weakref
+from collections.abc import Callable
+
+from partita.store.fork_gate import SQLITE_CHECKPOINT_GATE
+
+__all__ = ["BACKSTOP_PAGES", "CHECKPOINT_INTERVAL", "IDLE_SECONDS", "WalCheckpointer"]
+
+#: Seconds between two checkpoints while commits go on: the log grows by at most this much writing.
+CHECKPOINT_INTERVAL = 0.005
+#: The writers' own checkpoint threshold (SQLite's ``wal_autocheckpoint``, in pages; its default is 1,000).
+BACKSTOP_PAGES = 4000
+#: Seconds without a commit after which the thread exits (the next commit starts it again).
+IDLE_SECONDS = 1.0
+
+_all: weakref.WeakSet[WalCheckpointer] = weakref.WeakSet()
+
+
+class WalCheckpointer:
+    """Checkpoints one SQLite file, in the background, after this process's commits.
+
+    `committed` is on every write's path: once a checkpoint is due it is an
+    attribute test.
+    """
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._connect = connect
+        self._lock = threading.Lock()
+        self._wake = threading.Event()  # set by a commit while the thread waits for one
+        self._stop = threading.Event()  # set by close
+        self._due = False  # a commit happened since the last checkpoint began
+        self._thread: threading.Thread | None = None
+        #: Checkpoints run, for tests and benchmarks.
+        self.checkpoints = 0
+        _all.add(self)
+
+    def committed(self) -> None:
+        """A transaction of this process committed: checkpoint soon."""
+        if self._due:
+            return
+        with self._lock:
+            if self._due or self._stop.is_set():
+                return
+            self._due = True
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="partita-wal-checkpoint", daemon=True)
+                self._thread.start()
+            else:
+                self._wake.set()
+
+    def _serve(self) -> None:
+        connection: list[sqlite3.Connection] = []  # opened on the first checkpoint, closed when the thread ends
+        try:
+            while True:
+                self._stop.wait(CHECKPOINT_INTERVAL)  # commits gather: one checkpoint per interval at most
+                with self._lock:
+                    if self._stop.is_set():
+                        self._thread = None
+                        return
+                    self._due = False  # a commit from now on asks for the next checkpoint
+                self._checkpoint(connection)
+                self._wake.wait(IDLE_SECONDS)
+                with self._lock:
+                    self._wake.clear()
+                    if not self._due or self._stop.is_set():
+                        self._thread = None  # idle (or closing): the next commit starts a new thread
+                        return
+        except BaseException:
+            with self._lock:
+                self._thread, self._due = None, False
+            raise
+        finally:
+            for opened in connection:
+                with contextlib.suppress(sqlite3.Error):
+                    opened.close()
+
+    def _checkpoint(self, connection: list[sqlite3.Connection]) -> None:
+        try:
+            if not connection:
+                connection.append(self._connect())
+            with SQLITE_CHECKPOINT_GATE:
+                connection[0].execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            self.checkpoints += 1
+        except sqlite3.Error:
+            pass  # busy, or the file is gone: the writers' own backstop still bounds the log
+
+    def close(self) -> None:
+        """Stop the thread (after the checkpoint it may be running) and start no other."""
+        with self._lock:
+            self._stop.set()
+            self._wake.set()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _forget_thread(self) -> None:
+        """In a forked child: the parent's thread did not come along; the next commit starts one."""
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread = None
+        self._due = False
+
+
+def _after_fork_in_child() -> None:
+    for checkpointer in list(_all):
+        checkpointer._forget_thread()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,214 @@
+"""SQLite checkpoints run on a background thread, never lose a commit, and keep the log bounded.
+
+`WalCheckpointer` copies the write-ahead log into the database after this
+process's commits; the writers' own checkpoint waits for `BACKSTOP_PAGES`.
+These tests use real SQLite files and a real killed process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import partita
+from partita.store import checkpointer as checkpointer_module
+from partita.store.checkpointer import BACKSTOP_PAGES, WalCheckpointer
+from partita.store.fork_gate import SQLITE_CHECKPOINT_GATE
+from partita.store.sql import SqlStore
+
+
+def _emit(store: SqlStore, count: int, start: int = 0) -> None:
+    registry = partita.AssetRegistry()
+    keys = partita.StaticPartitionDef("keys", [f"k{index}" for index in range(start, start + count)])
+
+    @partita.asset(partition_def=keys, registry=registry)
+    def target() -> None:
+        return None
+
+    @partita.asset(registry=registry)
+    def producer(context: partita.AssetContext) -> None:
+        for index in range(start, start + count):
+            context.emit("target", partition_key=f"k{index}", extra={"n": index})
+
+    assert partita.Flow(["producer"], registry=registry, store=store).run().succeeded
+
+
+def _wait_for(condition, seconds: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return condition()
+
+
+def test_commits_are_checkpointed_in_the_background_and_the_log_stays_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    store = SqlStore(f"sqlite:///{path}")
+    try:
+        _emit(store, 3000)  # about 17,000 log pages: four times the backstop
+        checkpointer = store.database.checkpointer
+        assert checkpointer is not None and checkpointer.checkpoints >= 2
+        # The log was copied and restarted along the way, never left to grow past the writers' backstop.
+        assert os.path.getsize(f"{path}-wal") <= (BACKSTOP_PAGES + 1000) * 4096
+        assert len(store.list_events(asset="target")) == 3000
+    finally:
+        store.close()
+
+
+def test_store_connections_leave_checkpoints_to_the_thread_below_the_backstop(tmp_path: Path) -> None:
+    store = SqlStore(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        connection = store.database.driver_connection()
+        try:
+            assert connection.execute("PRAGMA wal_autocheckpoint").fetchone() == (BACKSTOP_PAGES,)
+        finally:
+            connection.close()
+    finally:
+        store.close()
+
+
+def test_the_thread_exits_when_idle_and_the_next_commit_starts_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(checkpointer_module, "IDLE_SECONDS", 0.05)
+    path = tmp_path / "store.db"
+    store = SqlStore(f"sqlite:///{path}")
+    try:
+        _emit(store, 50)
+        checkpointer = store.database.checkpointer
+        assert checkpointer is not None
+        assert _wait_for(lambda: checkpointer.checkpoints >= 1 and checkpointer._thread is None)
+        first = checkpointer.checkpoints
+        _emit(store, 50, start=50)
+        assert _wait_for(lambda: checkpointer.checkpoints > first)
+    finally:
+        store.close()
+
+
+def test_close_stops_the_thread_and_later_commits_start_none(tmp_path: Path) -> None:
+    store = SqlStore(f"sqlite:///{tmp_path / 'store.db'}")
+    checkpointer = store.database.checkpointer
+    assert checkpointer is not None
+    _emit(store, 20)
+    store.close()
+    assert checkpointer._thread is None
+    checkpointer.committed()
+    assert checkpointer._thread is None
+
+
+def test_a_failing_checkpoint_is_swallowed_and_the_writers_go_on(tmp_path: Path) -> None:
+    def refuse() -> sqlite3.Connection:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    checkpointer = WalCheckpointer(refuse)
+    try:
+        checkpointer.committed()
+        assert _wait_for(lambda: checkpointer._thread is None or not checkpointer._due)
+        assert checkpointer.checkpoints == 0
+        checkpointer.committed()  # asking again is harmless
+    finally:
+        checkpointer.close()
+    assert checkpointer._thread is None
+
+
+def test_the_checkpoint_holds_the_fork_gate(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    SqlStore(f"sqlite:///{path}").close()
+    owned: list[bool] = []
+
+    class Watched(sqlite3.Connection):
+        def execute(self, *arguments, **options):  # type: ignore[no-untyped-def, override]
+            owned.append(SQLITE_CHECKPOINT_GATE._is_owned())  # type: ignore[attr-defined]
+            return super().execute(*arguments, **options)
+
+    checkpointer = WalCheckpointer(lambda: sqlite3.connect(path, factory=Watched, check_same_thread=False))
+    try:
+        checkpointer.committed()
+        assert _wait_for(lambda: checkpointer.checkpoints == 1)
+    finally:
+        checkpointer.close()
+    assert owned == [True]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork hooks")
+def test_a_fork_waits_for_a_checkpoint_in_progress() -> None:
+    holding, forked_at = threading.Event(), []
+
+    def hold() -> None:
+        with SQLITE_CHECKPOINT_GATE:
+            holding.set()
+            time.sleep(0.3)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(5)
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the child: nothing to do
+        os._exit(0)
+    forked_at.append(time.monotonic() - started)
+    os.waitpid(pid, 0)
+    holder.join(5)
+    assert forked_at[0] >= 0.2
+
+
+PRODUCER = """
+import sys
+import partita
+from partita.store import open_store
+
+registry = partita.AssetRegistry()
+keys = partita.StaticPartitionDef("keys", [f"k{n}" for n in range(1_000_000)])
+
+@partita.asset(partition_def=keys, registry=registry)
+def target():
+    return None
+
+@partita.asset(registry=registry)
+def producer(context):
+    n = 0
+    while True:
+        receipt = context.emit("target", partition_key=f"k{n}", extra={"n": n})
+        sys.stdout.write(f"{receipt.id}\\n")
+        sys.stdout.flush()
+        n += 1
+
+store = open_store(sys.argv[1])
+partita.Flow(["producer"], registry=registry, store=store).run()
+"""
+
+
+def test_every_receipt_survives_a_kill_during_background_checkpoints(tmp_path: Path) -> None:
+    """Receipts printed before SIGKILL name committed events, whatever the checkpointer was doing."""
+    path = tmp_path / "store.db"
+    script = tmp_path / "producer.py"
+    script.write_text(textwrap.dedent(PRODUCER))
+    process = subprocess.Popen(
+        [sys.executable, str(script), f"sqlite:///{path}"], stdout=subprocess.PIPE, text=True, bufsize=1
+    )
+    receipts: list[int] = []
+    try:
+        assert process.stdout is not None
+        while len(receipts) < 4000:  # about 23,000 log pages: several background checkpoints
+            line = process.stdout.readline()
+            assert line, "the producer ended before it was killed"
+            receipts.append(int(line))
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+    store = SqlStore(f"sqlite:///{path}")
+    try:
+        stored = {event.id for event in store.list_events(asset="target")}
+    finally:
+        store.close()
+    assert set(receipts) <= stored
