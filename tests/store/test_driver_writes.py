@@ -1,4 +1,9 @@
-"""Write transactions on each thread's own SQLite connection (`Database.driver_write`)."""
+"""Write transactions on the process's shared SQLite connection (`Database.driver_write`).
+
+Every writer of a process takes its turn on one connection under the write
+gate: its page cache stays warm, where connections taking turns re-read
+every page another one changed.
+"""
 
 from __future__ import annotations
 
@@ -53,9 +58,10 @@ def test_a_failing_statement_rolls_back_what_the_transaction_wrote_before_it(sql
     assert _heartbeats(sqlite_store) == 0
 
 
-def test_threads_write_through_connections_of_their_own(sqlite_store) -> None:
+def test_threads_take_turns_on_one_shared_connection(sqlite_store) -> None:
     barrier = threading.Barrier(4)
     failures: list[BaseException] = []
+    used: set[int] = set()
 
     def writer(number: int) -> None:
         try:
@@ -63,6 +69,8 @@ def test_threads_write_through_connections_of_their_own(sqlite_store) -> None:
             for index in range(25):
                 with sqlite_store.database.driver_write() as connection:
                     _insert_daemon(connection, f"{number}-{index}")
+                    used.add(id(connection._connection))
+                    assert connection._connection.in_transaction  # nobody else's statements in between
         except BaseException as exc:  # noqa: BLE001 - reported below
             failures.append(exc)
 
@@ -73,6 +81,37 @@ def test_threads_write_through_connections_of_their_own(sqlite_store) -> None:
         thread.join(WAIT)
     assert failures == []
     assert _heartbeats(sqlite_store) == 100
+    assert used == {id(sqlite_store.database.shared_writer.get())}
+
+
+def test_emission_writes_on_the_same_shared_connection(sqlite_store) -> None:
+    registry = p.AssetRegistry()
+    keys = p.StaticPartitionDef("keys", ["a", "b"])
+
+    @p.asset(partition_def=keys, registry=registry)
+    def target() -> None:
+        return None
+
+    @p.asset(registry=registry)
+    def producer(context: p.AssetContext) -> None:
+        context.emit("target", partition_key="a")
+
+    shared = sqlite_store.database.shared_writer.get()
+    assert p.Flow(["producer"], registry=registry, store=sqlite_store).run().succeeded
+    assert sqlite_store.database.shared_writer.get() is shared
+    assert sqlite_store.event_store._writer._shared_cursor[0] is shared
+
+
+def test_a_driver_error_drops_the_shared_connection_and_the_next_write_reconnects(sqlite_store) -> None:
+    shared = sqlite_store.database.shared_writer
+    first = shared.get()
+    shared.drop()
+    with pytest.raises(sqlite3.ProgrammingError):
+        first.execute("SELECT 1")  # closed
+    with sqlite_store.database.driver_write() as connection:
+        _insert_daemon(connection, "after")
+    assert shared.get() is not first
+    assert _heartbeats(sqlite_store) == 1
 
 
 def _child_writes(url: str, queue) -> None:
@@ -89,6 +128,32 @@ def _child_writes(url: str, queue) -> None:
         queue.put(f"{type(exc).__name__}: {exc}")
     finally:
         store.close()
+
+
+def _child_writes_inherited(store: SqlStore, queue) -> None:
+    try:
+        with store.database.driver_write() as connection:
+            _insert_daemon(connection, "child")
+        queue.put(id(store.database.shared_writer.get()))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        queue.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_a_forked_child_writing_through_the_inherited_store_opens_its_own_shared_connection(sqlite_store) -> None:
+    with sqlite_store.database.driver_write() as connection:
+        _insert_daemon(connection, "parent")
+    parents = sqlite_store.database.shared_writer.get()
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child_writes_inherited, args=(sqlite_store, queue))
+    child.start()
+    outcome = queue.get(timeout=WAIT)
+    child.join(WAIT)
+    assert isinstance(outcome, int) and outcome != id(parents)
+    with sqlite_store.database.driver_write() as connection:  # the parent's connection was left alone
+        _insert_daemon(connection, "parent again")
+    assert sqlite_store.database.shared_writer.get() is parents
+    assert _heartbeats(sqlite_store) == 3
 
 
 def test_a_forked_child_opens_its_own_connection_instead_of_using_the_parents(sqlite_store, tmp_path: Path) -> None:

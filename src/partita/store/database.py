@@ -28,7 +28,7 @@ from sqlalchemy.pool import StaticPool
 from partita.errors import ConfigurationError, StoreError
 from partita.store.bulk_writes import RowShape, Upsert, insert_rows, upsert_rows, upsert_statements
 from partita.store.checkpointer import BACKSTOP_PAGES, WalCheckpointer
-from partita.store.driver_writes import SqliteWriters
+from partita.store.driver_writes import SharedConnection, SqliteWriters
 from partita.store.fork_gate import sqlite_write
 from partita.store.local_wakeup import WakeupSender, local_wakeup_supported
 from partita.store.location import (
@@ -149,7 +149,9 @@ class Database:
         self.sqlite_path: str | None = None
         # Wakes the trigger daemons serving the same SQLite file after events commit.
         self._wakeup: WakeupSender | None = None
-        #: Each thread's own write connection to a SQLite file (`driver_write`).
+        #: The process's write connection to a SQLite file, shared by its writers under the write gate.
+        self.shared_writer: SharedConnection | None = None
+        #: Write transactions on it (`driver_write`).
         self._writers: SqliteWriters | None = None
         #: Copies a SQLite file's log into it after this process's commits (None: nothing to checkpoint).
         self.checkpointer: WalCheckpointer | None = None
@@ -164,7 +166,8 @@ class Database:
             self.engine = _sqlite_engine(location, self.access)
             if self.sqlite_path is not None and self.access is SqliteAccess.READ_WRITE:
                 self.checkpointer = WalCheckpointer(self.driver_connection)
-                self._writers = SqliteWriters(self.driver_connection, self.checkpointer.committed)
+                self.shared_writer = SharedConnection(self.driver_connection)
+                self._writers = SqliteWriters(self.shared_writer, self.checkpointer.committed)
         else:
             self.engine = _postgresql_engine(parsed)
         self._url = location.display
@@ -229,7 +232,7 @@ class Database:
     def driver_write(self) -> Iterator[Any]:
         """A write transaction whose body runs driver SQL only (``exec_driver_sql``, `insert`, `upsert`).
 
-        On a SQLite file opened for writing it is the calling thread's own
+        On a SQLite file opened for writing it is the process's shared
         connection (`driver_writes`), without SQLAlchemy's cost per
         transaction and statement; elsewhere it is `write`. Statements return
         the DBAPI cursor there: use iteration, ``fetchone``, ``fetchall`` and
@@ -279,8 +282,8 @@ class Database:
     def read(self, statement: str, parameters: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Every row of driver SQL ``statement`` (``?`` placeholders) as plain tuples, on the cheapest connection.
 
-        On a SQLite file opened for writing: the calling thread's own
-        connection (`driver_write`'s). Elsewhere: a pooled connection's cursor.
+        On a SQLite file opened for writing: the shared connection
+        (`driver_write`'s, its page cache warm). Elsewhere: a pooled connection's cursor.
         """
         if self._writers is not None:
             return self._writers.rows(statement, parameters)
@@ -338,8 +341,8 @@ class Database:
         """Close the pool's connections and the threads' write connections; stop checkpointing."""
         if self.checkpointer is not None:
             self.checkpointer.close()
-        if self._writers is not None:
-            self._writers.close()
+        if self.shared_writer is not None:
+            self.shared_writer.close()
         self.engine.dispose()
 
     def __repr__(self) -> str:

@@ -1,10 +1,11 @@
-"""`EventWriter`: emission's per-thread DBAPI connections, its prepared statements and its transactions.
+"""`EventWriter`: emission's DBAPI connections, its prepared statements and its transactions.
 
 Emission commits before every receipt returns; skipping pool checkout and
 statement construction keeps it close to the driver's own speed. One
 transaction carries one event, or several when threads emit at once
-(`GroupCommit` gathers them). The connections live outside the engine's
-pool, so they are kept, dropped and closed here.
+(`GroupCommit` gathers them). On a SQLite file it writes on the process's
+shared write connection (`driver_writes.SharedConnection`); elsewhere each
+thread has its own, outside the engine's pool, kept, dropped and closed here.
 """
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ class EventWriter:
         self._checkpointer = database.checkpointer
         self._driver_errors = database.driver_errors
         self._row_errors = _row_errors(database.dialect)
+        self._shared = database.shared_writer  # None: a connection per thread
         self._connections = ThreadConnections(database.driver_connection)
         self._local = threading.local()  # the thread's cursor, kept with its connection
+        self._shared_cursor: tuple[Any, Any] = (None, None)  # (the shared connection, a cursor of it)
         columns = [column.name for column in list(events.columns)[1:]]
         # SQLite reports the new id as the cursor's lastrowid (``id`` is the rowid): RETURNING
         # would cost a tenth of the whole insert. PostgreSQL has no such thing.
@@ -76,8 +79,23 @@ class EventWriter:
             self._local.cursor = connection.cursor() if self._sqlite else None
         return connection
 
+    def _sqlite_cursor(self) -> Any:
+        """A cursor of the connection SQLite events go through (the caller holds the write gate)."""
+        if self._shared is None:  # in memory: the engine's one connection
+            self._connection()
+            return self._local.cursor
+        connection = self._shared.get()
+        kept, cursor = self._shared_cursor
+        if kept is not connection:  # kept with its connection: one less object per event
+            cursor = connection.cursor()
+            self._shared_cursor = (connection, cursor)
+        return cursor
+
     def drop(self) -> None:
-        """Close this thread's connection after a driver error: the next event reconnects."""
+        """Close the connection after a driver error: the next event reconnects."""
+        if self._sqlite and self._shared is not None:
+            self._shared.drop()
+            return
         self._local.connection = self._local.cursor = None
         self._connections.drop()
 
@@ -119,10 +137,9 @@ class EventWriter:
         running: list[int | None] = [None]  # the item whose statements run; None outside them
         inserted: list[str] = []  # assets of new events, for the wake-up
         try:
-            connection = self._connection()
             if self._sqlite:
-                cursor = self._local.cursor  # kept with its connection: one less object per event
                 with SQLITE_WRITE_GATE:
+                    cursor = self._sqlite_cursor()
                     try:
                         cursor.execute("BEGIN IMMEDIATE")
                         self._insert_sqlite(cursor, items, pending, outcomes, inserted, running)
@@ -132,6 +149,7 @@ class EventWriter:
                             cursor.execute("ROLLBACK")
                         raise
             else:
+                connection = self._connection()
                 try:
                     with connection.cursor() as cursor:
                         self._insert_returning(cursor, items, pending, outcomes, running)
