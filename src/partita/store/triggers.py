@@ -10,6 +10,7 @@ primary key stops a second start of the same run.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -239,7 +240,7 @@ class TriggerStore(TriggerRequests):
         the pass read: another daemon evaluated these events first.
         """
         try:
-            with self._failures("record the trigger pass"), self._database.write() as connection:
+            with self._failures("record the trigger pass"), self._database.driver_write() as connection:
                 if not self._cursor_unchanged(connection, flow, expected_cursor):
                     return False
                 self._record(connection, flow, ready, waiting, now)
@@ -251,7 +252,7 @@ class TriggerStore(TriggerRequests):
                     (cursor.txid, cursor.event_id, last_tick, flow),
                 )
         except StoreError as exc:
-            if isinstance(exc.__cause__, IntegrityError):
+            if isinstance(exc.__cause__, (IntegrityError, sqlite3.IntegrityError)):
                 return False  # two first passes raced to create the cursor
             raise
         return True
@@ -262,21 +263,23 @@ class TriggerStore(TriggerRequests):
         The row is created first if missing: a lock on a row that does not
         exist yet serializes nothing, and two first passes of a new flow
         would both go ahead. A second creator waits for the first one's
-        transaction and then sees its cursor.
+        transaction and then sees its cursor. (SQLite's write lock, taken
+        when the transaction began, already serializes passes.)
         """
-        connection.exec_driver_sql(
-            self._database.driver_sql(
-                f"INSERT INTO {trigger_cursors.name} (flow, last_event_id, last_tick) VALUES (?, 0, NULL) "
-                "ON CONFLICT (flow) DO NOTHING"
-            ),
-            (flow,),
+        query = self._database.driver_sql(
+            f"SELECT last_event_txid, last_event_id FROM {trigger_cursors.name} WHERE flow = ?"
+            + (" FOR UPDATE" if self._database.dialect == "postgresql" else "")
         )
-        query = select(trigger_cursors.c.last_event_txid, trigger_cursors.c.last_event_id).where(
-            trigger_cursors.c.flow == flow
-        )
-        if self._database.dialect == "postgresql":
-            query = query.with_for_update()
-        row = connection.execute(query).first()
+        row = connection.exec_driver_sql(query, (flow,)).fetchone()
+        if row is None:  # the flow's first pass
+            connection.exec_driver_sql(
+                self._database.driver_sql(
+                    f"INSERT INTO {trigger_cursors.name} (flow, last_event_id, last_tick) VALUES (?, 0, NULL) "
+                    "ON CONFLICT (flow) DO NOTHING"
+                ),
+                (flow,),
+            )
+            row = connection.exec_driver_sql(query, (flow,)).fetchone()
         return row is not None and EventPosition(int(row[0]), int(row[1])) == expected
 
     def _record(
@@ -297,26 +300,19 @@ class TriggerStore(TriggerRequests):
             params = (flow, *chunk)
             # The events that arrived while a key waited trigger its run too.
             earlier = self._waiting_events(connection, flow, chunk)
-            open_requests = {
-                row[1]: (row[0], json.loads(row[2]))
-                for row in connection.exec_driver_sql(
-                    sql(
-                        f"SELECT id, partition_key, event_ids FROM {requests_table} "
-                        f"WHERE flow = ? AND status = 'pending' AND partition_key IN ({marks})"
-                    ),
-                    params,
-                )
-            }
-            generations = {
-                row[0]: int(row[1])
-                for row in connection.exec_driver_sql(
-                    sql(
-                        f"SELECT partition_key, MAX(generation) FROM {requests_table} "
-                        f"WHERE flow = ? AND partition_key IN ({marks}) GROUP BY partition_key"
-                    ),
-                    params,
-                )
-            }
+            # Each key's newest generation and its open request, if any (at most one is pending).
+            generations, pending_ids = {}, []
+            for key, generation, pending_id in connection.exec_driver_sql(
+                sql(
+                    f"SELECT partition_key, MAX(generation), MAX(CASE WHEN status = 'pending' THEN id END) "
+                    f"FROM {requests_table} WHERE flow = ? AND partition_key IN ({marks}) GROUP BY partition_key"
+                ),
+                params,
+            ):
+                generations[key] = int(generation)
+                if pending_id is not None:
+                    pending_ids.append(pending_id)
+            open_requests = self._open_requests(connection, pending_ids)
             extended, created = [], []
             for key in chunk:
                 ids = [*earlier.get(key, ()), *ready[key]]
@@ -339,6 +335,16 @@ class TriggerStore(TriggerRequests):
                 connection.exec_driver_sql(
                     sql(f"DELETE FROM {waiting_table} WHERE flow = ? AND partition_key IN ({marks})"), params
                 )
+
+    def _open_requests(self, connection: Any, ids: list[int]) -> dict[str, tuple[int, list[int]]]:
+        """Key -> (id, event ids) of the given pending requests (none: no read)."""
+        if not ids:
+            return {}
+        query = f"SELECT id, partition_key, event_ids FROM {trigger_requests.name} WHERE id IN ({', '.join('?' * len(ids))})"
+        return {
+            row[1]: (int(row[0]), json.loads(row[2]))
+            for row in connection.exec_driver_sql(self._database.driver_sql(query), tuple(ids))
+        }
 
     def _record_waiting(self, connection: Any, flow: str, waiting: dict[str, list[int]], now: float) -> None:
         """Remember the keys still waiting, with every event they have been waiting with."""
