@@ -188,3 +188,32 @@ def test_a_read_only_store_refuses_a_run_start_as_read_only(tmp_path: Path) -> N
             p.Flow(["body"], registry=registry, store=store).run()
     finally:
         store.close()
+
+
+def test_a_read_while_another_thread_writes_does_not_wait_and_sees_the_last_commit(sqlite_store) -> None:
+    with sqlite_store.database.driver_write() as connection:
+        _insert_daemon(connection, "committed")
+    inside, release = threading.Event(), threading.Event()
+
+    def hold_a_write_transaction() -> None:
+        with sqlite_store.database.driver_write() as connection:
+            _insert_daemon(connection, "uncommitted")
+            inside.set()
+            release.wait(WAIT)
+
+    writer = threading.Thread(target=hold_a_write_transaction)
+    writer.start()
+    try:
+        assert inside.wait(WAIT)
+        rows = sqlite_store.database.read("SELECT daemon_id FROM partita_daemons ORDER BY daemon_id")
+        assert rows == [("committed",)]  # read at once, beside the writer, without its open transaction
+    finally:
+        release.set()
+        writer.join(WAIT)
+    assert sqlite_store.database.read("SELECT COUNT(*) FROM partita_daemons") == [(2,)]
+
+
+def test_a_read_inside_the_threads_own_transaction_sees_its_writes(sqlite_store) -> None:
+    with sqlite_store.database.driver_write() as connection:
+        _insert_daemon(connection, "mine")
+        assert sqlite_store.database.read("SELECT COUNT(*) FROM partita_daemons") == [(1,)]

@@ -341,6 +341,8 @@ class Database:
         """Close the pool's connections and the threads' write connections; stop checkpointing."""
         if self.checkpointer is not None:
             self.checkpointer.close()
+        if self._writers is not None:
+            self._writers.close()
         if self.shared_writer is not None:
             self.shared_writer.close()
         self.engine.dispose()

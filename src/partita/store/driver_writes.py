@@ -81,7 +81,8 @@ class SharedConnection:
     """
 
     def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
-        self._connect = connect
+        #: Opens a connection configured like this one (for the readers beside it).
+        self.connect = connect
         self._connection: sqlite3.Connection | None = None
         _shared.add(self)
 
@@ -89,7 +90,7 @@ class SharedConnection:
         """The connection (the caller holds the write gate)."""
         connection = self._connection
         if connection is None:
-            connection = self._connection = self._connect()
+            connection = self._connection = self.connect()
         return connection
 
     def drop(self) -> None:
@@ -138,11 +139,12 @@ class DriverTransaction:
 
 
 class SqliteWriters:
-    """Write transactions on the process's shared connection to one SQLite file, and reads on it."""
+    """Write transactions on the process's shared connection to one SQLite file, and reads."""
 
     def __init__(self, shared: SharedConnection, committed: Callable[[], None]) -> None:
         self._shared = shared
         self._committed = committed  # told after every commit (the background checkpoint)
+        self._readers = ThreadConnections(shared.connect)  # for reads while another thread writes
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[DriverTransaction]:
@@ -162,6 +164,20 @@ class SqliteWriters:
         self._committed()
 
     def rows(self, statement: str, parameters: Any = ()) -> list[Any]:
-        """Every row of a read outside any transaction (WAL: the newest commit), on the warm shared connection."""
-        with SQLITE_WRITE_GATE:
-            return self._shared.get().execute(statement, parameters).fetchall()
+        """Every row of a read outside any transaction (WAL: the newest commit).
+
+        On the shared connection, whose page cache is warm, when no other
+        thread writes (inside this thread's own transaction, it sees that
+        transaction's writes); else on the thread's own reading connection,
+        rather than waiting for the writer.
+        """
+        if SQLITE_WRITE_GATE.acquire(blocking=False):
+            try:
+                return self._shared.get().execute(statement, parameters).fetchall()
+            finally:
+                SQLITE_WRITE_GATE.release()
+        return self._readers.get().execute(statement, parameters).fetchall()
+
+    def close(self) -> None:
+        """Close the reading connections (the shared one is its owner's to close)."""
+        self._readers.close()
