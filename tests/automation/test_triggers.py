@@ -166,6 +166,40 @@ def test_rollup_waits_until_window_complete(store: SqlStore) -> None:
     assert TriggerStore(store).waiting("consumer_flow") == []
 
 
+def _counting_key_reads(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
+    asked: list[set[str]] = []
+    real = TriggerStore.keys_with_events
+
+    def counted(self: TriggerStore, asset: str, keys: Any) -> set[str]:
+        asked.append(set(keys))
+        return real(self, asset, keys)
+
+    monkeypatch.setattr(TriggerStore, "keys_with_events", counted)
+    return asked
+
+
+def test_a_pass_asks_the_store_only_about_keys_its_own_events_do_not_name(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = _counting_key_reads(monkeypatch)
+    setup = Setup(store)
+    setup.publish("2024-01-01")
+    assert setup.evaluator.evaluate().ready.keys() == {"2024-01-01"}
+    assert asked == []  # the event itself says its key has one
+    # A day over hours: the hours published in an earlier pass are asked for, this pass's own are not.
+    rollup = Setup(store, up_def=UTC_HOURS, down_def=DAYS, mapper=p.RollupMapper("day"), name="rollup_flow")
+    for hour in range(20):
+        rollup.publish(f"2024-03-31T{hour:02d}")
+    assert rollup.evaluator.evaluate().waiting.keys() == {"2024-03-31"}
+    asked.clear()
+    for hour in range(20, 24):
+        rollup.publish(f"2024-03-31T{hour:02d}")
+    report = rollup.evaluator.evaluate()
+    assert report.ready.keys() == {"2024-03-31"}
+    assert report.progress["2024-03-31"].present == 24
+    assert len(asked) == 1 and len(asked[0]) == 20 and "2024-03-31T20" not in asked[0]
+
+
 def test_rollup_minimum_count(store: SqlStore) -> None:
     setup = Setup(store, up_def=UTC_HOURS, down_def=DAYS, mapper=p.RollupMapper("day", minimum=3))
     setup.publish("2024-03-31T00")

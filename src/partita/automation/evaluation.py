@@ -138,7 +138,11 @@ class TriggerEvaluator:
         if not record:
             for waiting in self.triggers.waiting(self.flow.name):
                 affected.setdefault(waiting.partition_key, []).extend(waiting.event_ids)
-        complete = self._complete(trigger, list(affected), consumer, report.progress)
+        # The keys these events name have an event already: the completeness check reads only the others.
+        seen: dict[str, set[str | None]] = {}
+        for _, asset, key in new:
+            seen.setdefault(asset, set()).add(key)
+        complete = self._complete(trigger, list(affected), consumer, report.progress, seen)
         for downstream_key, ids in affected.items():
             if downstream_key in complete:
                 report.ready[downstream_key] = ids
@@ -154,12 +158,18 @@ class TriggerEvaluator:
                 report.ready, report.waiting = {}, {}
 
     def _complete(
-        self, trigger: OnAssetEvents, downstream_keys: list[str], consumer: Any, progress: dict[str, UpstreamProgress]
+        self,
+        trigger: OnAssetEvents,
+        downstream_keys: list[str],
+        consumer: Any,
+        progress: dict[str, UpstreamProgress],
+        seen: dict[str, set[str | None]],
     ) -> set[str]:
         """The downstream keys whose every required upstream partition has an event; fills ``progress``.
 
         One read per upstream asset for all keys of the pass (a pass after a
-        burst of emissions may see thousands), not one per key.
+        burst of emissions may see thousands), not one per key; none for
+        keys the pass's own events name (``seen``, by asset): they have one.
         """
         requirements: dict[str, list[tuple[str, Requirement]]] = {}
         needed: dict[str, set[str]] = {asset: set() for asset in trigger.assets}
@@ -174,8 +184,8 @@ class TriggerEvaluator:
             requirements[downstream_key] = required
             for asset, requirement in required:
                 needed[asset].update(requirement.keys)
-        present = {asset: self.triggers.keys_with_events(asset, keys) for asset, keys in needed.items() if keys}
-        any_event: dict[str, bool] = {}
+        present = {asset: self._keys_with_events(asset, keys, seen.get(asset, set())) for asset, keys in needed.items()}
+        any_event = {asset: True for asset in seen}
         complete: set[str] = set()
         for key, required in requirements.items():
             # Each requirement's keys are counted once, for the key's progress and its readiness alike.
@@ -196,6 +206,12 @@ class TriggerEvaluator:
             if ready:
                 complete.add(key)
         return complete
+
+    def _keys_with_events(self, asset: str, keys: set[str], seen: set[str | None]) -> set[str]:
+        """Which of ``keys`` have an event of ``asset``: those ``seen`` in the pass, and the others asked of the store."""
+        known = keys & seen
+        unknown = keys - known
+        return known | self.triggers.keys_with_events(asset, unknown) if unknown else known  # type: ignore[return-value]
 
     def _evaluate_schedule(
         self, trigger: CronPartitions, report: PassReport, record: bool, now: dt.datetime, last_tick: float | None
