@@ -7,6 +7,7 @@ These tests use real SQLite files and a real killed process.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import sqlite3
@@ -212,3 +213,38 @@ def test_every_receipt_survives_a_kill_during_background_checkpoints(tmp_path: P
     finally:
         store.close()
     assert set(receipts) <= stored
+
+
+def _write_and_checkpoint_in_child(store: SqlStore, results: multiprocessing.Queue) -> None:
+    try:
+        checkpointer = store.database.checkpointer
+        assert checkpointer is not None
+        assert checkpointer._thread is None  # the parent's thread did not come along
+        before = checkpointer.checkpoints
+        _emit(store, 20, start=1000)
+        deadline = time.monotonic() + 10
+        while checkpointer.checkpoints == before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        results.put(checkpointer.checkpoints - before)
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork")
+def test_a_forked_child_checkpoints_on_a_thread_of_its_own(tmp_path: Path) -> None:
+    store = SqlStore(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        _emit(store, 20)
+        checkpointer = store.database.checkpointer
+        assert checkpointer is not None and checkpointer._thread is not None  # alive, idling out
+        context = multiprocessing.get_context("fork")
+        results = context.Queue()
+        child = context.Process(target=_write_and_checkpoint_in_child, args=(store, results))
+        child.start()
+        outcome = results.get(timeout=30)
+        child.join(30)
+        assert isinstance(outcome, int) and outcome >= 1, outcome
+        _emit(store, 20, start=2000)  # the parent goes on writing and checkpointing
+        assert len(store.list_events(asset="target")) == 60
+    finally:
+        store.close()
