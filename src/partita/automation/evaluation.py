@@ -211,7 +211,7 @@ class TriggerEvaluator:
         """Which of ``keys`` have an event of ``asset``: those ``seen`` in the pass, and the others asked of the store."""
         known = keys & seen
         unknown = keys - known
-        return known | self.triggers.keys_with_events(asset, unknown) if unknown else known  # type: ignore[return-value]
+        return known | self.triggers.keys_with_events(asset, unknown) if unknown else known
 
     def _evaluate_schedule(
         self, trigger: CronPartitions, report: PassReport, record: bool, now: dt.datetime, last_tick: float | None

@@ -283,7 +283,9 @@ class Database:
         """Every row of driver SQL ``statement`` (``?`` placeholders) as plain tuples, on the cheapest connection.
 
         On a SQLite file opened for writing: the shared connection
-        (`driver_write`'s, its page cache warm). Elsewhere: a pooled connection's cursor.
+        (`driver_write`'s, its page cache warm) when no other thread writes,
+        else the thread's own reading connection. Elsewhere: a pooled
+        connection's cursor.
         """
         if self._writers is not None:
             return self._writers.rows(statement, parameters)
