@@ -1,7 +1,8 @@
 """`SqlEventStore`: the asset event log, durable emission with dedupe, and reading it back.
 
-Emission goes through `EventWriter` (one DBAPI connection per thread); on
-SQLite, threads emitting at once share its transactions (`GroupCommit`).
+Emission goes through `EventWriter` (SQLite: the process's shared write
+connection; PostgreSQL: one DBAPI connection per thread); on SQLite, threads
+emitting at once share its transactions (`GroupCommit`).
 Reading goes through the engine's pool. A dedupe identity turns a retry of a lost
 acknowledgement into the first event's receipt instead of a second event.
 """

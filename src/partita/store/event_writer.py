@@ -42,7 +42,7 @@ def _row_errors(dialect: str) -> tuple[type[BaseException], ...]:
 
 
 class EventWriter:
-    """Inserts events over a DBAPI connection of the calling thread's own, a transaction per `commit`.
+    """Inserts events over a DBAPI connection (SQLite: the shared one; else the thread's own), a transaction per `commit`.
 
     An item is (an events row without its id, its dedupe key). Its outcome is
     (the new id, None); or (None, (id, timestamp, payload hash)) of the
