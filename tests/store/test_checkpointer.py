@@ -23,7 +23,7 @@ import pytest
 import partita
 from partita.store import checkpointer as checkpointer_module
 from partita.store.checkpointer import BACKSTOP_PAGES, WalCheckpointer
-from partita.store.fork_gate import SQLITE_CHECKPOINT_GATE
+from partita.store.fork_gate import SQLITE_CALL_GATE
 from partita.store.sql import SqlStore
 
 
@@ -129,7 +129,7 @@ def test_the_checkpoint_holds_the_fork_gate(tmp_path: Path) -> None:
 
     class Watched(sqlite3.Connection):
         def execute(self, *arguments, **options):  # type: ignore[no-untyped-def, override]
-            owned.append(SQLITE_CHECKPOINT_GATE._is_owned())  # type: ignore[attr-defined]
+            owned.append(SQLITE_CALL_GATE._is_owned())  # type: ignore[attr-defined]
             return super().execute(*arguments, **options)
 
     checkpointer = WalCheckpointer(lambda: sqlite3.connect(path, factory=Watched, check_same_thread=False))
@@ -146,7 +146,7 @@ def test_a_fork_waits_for_a_checkpoint_in_progress() -> None:
     holding, forked_at = threading.Event(), []
 
     def hold() -> None:
-        with SQLITE_CHECKPOINT_GATE:
+        with SQLITE_CALL_GATE:
             holding.set()
             time.sleep(0.3)
 
@@ -248,3 +248,55 @@ def test_a_forked_child_checkpoints_on_a_thread_of_its_own(tmp_path: Path) -> No
         assert len(store.list_events(asset="target")) == 60
     finally:
         store.close()
+
+
+def _open_and_write(path: str) -> None:
+    connection = sqlite3.connect(path, timeout=5)
+    connection.execute("CREATE TABLE IF NOT EXISTS child_writes (n INTEGER)")
+    connection.execute("INSERT INTO child_writes VALUES (1)")
+    connection.commit()
+    connection.close()
+    os._exit(0)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork")
+def test_children_forked_while_the_checkpointer_opens_and_closes_connections_can_open_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite takes process-wide locks when it opens or closes a file: a fork must not catch the thread there.
+
+    With no idle time the thread opens a connection, checkpoints, closes it and
+    ends after every commit, while this thread forks children that open the file.
+    """
+    monkeypatch.setattr(checkpointer_module, "IDLE_SECONDS", 0.0)
+    monkeypatch.setattr(checkpointer_module, "CHECKPOINT_INTERVAL", 0.0)
+    path = tmp_path / "store.db"
+    store = SqlStore(f"sqlite:///{path}")
+    stop = threading.Event()
+
+    def commit_constantly() -> None:
+        while not stop.is_set():
+            with store.database.driver_write() as connection:
+                connection.exec_driver_sql("SELECT 1")
+
+    writer = threading.Thread(target=commit_constantly)
+    writer.start()
+    hung = 0
+    try:
+        for _ in range(60):
+            pid = os.fork()
+            if pid == 0:
+                _open_and_write(str(path))
+            deadline, ended = time.monotonic() + 10, False
+            while not ended and time.monotonic() < deadline:
+                ended = os.waitpid(pid, os.WNOHANG) != (0, 0)
+                time.sleep(0.005)
+            if not ended:
+                hung += 1
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+    finally:
+        stop.set()
+        writer.join(30)
+        store.close()
+    assert hung == 0

@@ -17,8 +17,9 @@ stays the record until it is copied. Durability is unchanged: a commit is
 in the log before it returns, as before.
 
 The thread starts on the first commit, exits after `IDLE_SECONDS` without
-one, and holds the fork gate's checkpoint lock while checkpointing, so a
-forked child never inherits a checkpoint's locks (see `fork_gate`).
+one, and holds the fork gate's checkpoint lock around every SQLite call it
+makes (opening and closing its connection too), so a forked child never
+inherits a lock it took (see `fork_gate`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import threading
 import weakref
 from collections.abc import Callable
 
-from partita.store.fork_gate import SQLITE_CHECKPOINT_GATE
+from partita.store.fork_gate import SQLITE_CALL_GATE
 
 __all__ = ["BACKSTOP_PAGES", "CHECKPOINT_INTERVAL", "IDLE_SECONDS", "WalCheckpointer"]
 
@@ -99,14 +100,21 @@ class WalCheckpointer:
             raise
         finally:
             for opened in connection:
-                with contextlib.suppress(sqlite3.Error):
+                with SQLITE_CALL_GATE, contextlib.suppress(sqlite3.Error):
                     opened.close()
 
     def _checkpoint(self, connection: list[sqlite3.Connection]) -> None:
+        """One checkpoint; the gate covers opening the connection too.
+
+        Opening and closing a SQLite connection take SQLite's own process-wide
+        locks: a child forked meanwhile would inherit them held and hang in
+        its first ``sqlite3.connect``. This thread runs at moments nobody
+        chose, so every SQLite call it makes holds the gate.
+        """
         try:
-            if not connection:
-                connection.append(self._connect())
-            with SQLITE_CHECKPOINT_GATE:
+            with SQLITE_CALL_GATE:
+                if not connection:
+                    connection.append(self._connect())
                 connection[0].execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             self.checkpoints += 1
         except sqlite3.Error:

@@ -29,7 +29,7 @@ from partita.errors import ConfigurationError, StoreError
 from partita.store.bulk_writes import RowShape, Upsert, insert_rows, upsert_rows, upsert_statements
 from partita.store.checkpointer import BACKSTOP_PAGES, WalCheckpointer
 from partita.store.driver_writes import SharedConnection, SqliteWriters
-from partita.store.fork_gate import sqlite_write
+from partita.store.fork_gate import SQLITE_CALL_GATE, sqlite_write
 from partita.store.local_wakeup import WakeupSender, local_wakeup_supported
 from partita.store.location import (
     SqliteAccess,
@@ -323,17 +323,18 @@ class Database:
         Configured like the engine's own; the caller closes it.
         """
         if self._dialect == "sqlite":
-            connection = (
-                sqlite3.connect(
-                    self.sqlite_path,
-                    timeout=_BUSY_TIMEOUT_MS / 1000,
-                    isolation_level=None,
-                    check_same_thread=False,
+            with SQLITE_CALL_GATE:  # a fork must not catch SQLite opening a file (`fork_gate`)
+                connection = (
+                    sqlite3.connect(
+                        self.sqlite_path,
+                        timeout=_BUSY_TIMEOUT_MS / 1000,
+                        isolation_level=None,
+                        check_same_thread=False,
+                    )
+                    if self.sqlite_path
+                    else self.engine.raw_connection().driver_connection
                 )
-                if self.sqlite_path
-                else self.engine.raw_connection().driver_connection
-            )
-            configure_sqlite(connection)
+                configure_sqlite(connection)
             return connection
         import psycopg
 

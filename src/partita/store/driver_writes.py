@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from partita.store.fork_gate import SQLITE_WRITE_GATE
+from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_WRITE_GATE
 
 __all__ = ["DriverTransaction", "SharedConnection", "SqliteWriters", "ThreadConnections"]
 
@@ -59,7 +59,7 @@ class ThreadConnections:
             with self._lock:  # closed here: `close` need not keep it (a daemon may drop many over its life)
                 if connection in self._open:
                     self._open.remove(connection)
-            with contextlib.suppress(Exception):
+            with SQLITE_CALL_GATE, contextlib.suppress(Exception):
                 connection.close()
 
     def close(self) -> None:
@@ -68,7 +68,7 @@ class ThreadConnections:
             connections, self._open = self._open, []
         self._local = threading.local()
         for connection in connections:
-            with contextlib.suppress(Exception):
+            with SQLITE_CALL_GATE, contextlib.suppress(Exception):  # a fork must not catch SQLite closing a file
                 connection.close()
 
 
