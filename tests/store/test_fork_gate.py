@@ -60,3 +60,31 @@ def test_a_child_forked_during_a_write_transaction_can_write(tmp_path: Path) -> 
         release.set()
         writer.join(10)
         store.close()
+
+
+@pytest.mark.parametrize("suffix", ["", "?mode=ro"])
+def test_every_sqlite_connection_opens_under_the_call_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
+    """A child forked while SQLite opens a file would hang in its own first open: forks wait for every open."""
+    from partita.store.fork_gate import SQLITE_CALL_GATE
+
+    path = tmp_path / "store.db"
+    SqlStore(f"sqlite:///{path}").close()
+    real_connect = sqlite3.connect
+    gated: list[bool] = []
+
+    def watched(*arguments, **options):  # type: ignore[no-untyped-def]
+        gated.append(SQLITE_CALL_GATE._is_owned())  # type: ignore[attr-defined]
+        return real_connect(*arguments, **options)
+
+    monkeypatch.setattr(sqlite3, "connect", watched)
+    monkeypatch.setattr(sqlite3.dbapi2, "connect", watched)  # what SQLAlchemy's engine calls
+    store = SqlStore(f"sqlite:///{path}{suffix}")
+    try:
+        store.list_runs()  # the engine's pool
+        if not suffix:
+            with store.database.driver_write() as connection:  # the shared write connection
+                connection.exec_driver_sql("SELECT 1")
+            store.database.driver_connection().close()
+    finally:
+        store.close()
+    assert gated and all(gated)

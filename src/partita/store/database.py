@@ -87,8 +87,14 @@ def _sqlite_engine(location: StoreLocation, access: SqliteAccess) -> Engine:
         file_url = location.url.set(drivername="sqlite", query={})
         if connector is None:
             engine = create_engine(file_url, connect_args={"timeout": timeout, "check_same_thread": False})
+
+            @event.listens_for(engine, "do_connect")
+            def _open(dialect: Any, _: Any, cargs: Any, cparams: Any) -> Any:
+                with SQLITE_CALL_GATE:  # a fork must not catch SQLite opening a file (`fork_gate`)
+                    return dialect.connect(*cargs, **cparams)
+
         else:
-            engine = create_engine(file_url, creator=connector)
+            engine = create_engine(file_url, creator=_opened_under_the_gate(connector))
 
     @event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _: Any) -> None:
@@ -100,6 +106,14 @@ def _sqlite_engine(location: StoreLocation, access: SqliteAccess) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
 
     return engine
+
+
+def _opened_under_the_gate(connect: Any) -> Any:
+    def open_file() -> Any:
+        with SQLITE_CALL_GATE:  # a fork must not catch SQLite opening a file (`fork_gate`)
+            return connect()
+
+    return open_file
 
 
 def _postgresql_engine(url: URL) -> Engine:
