@@ -88,3 +88,49 @@ def test_every_sqlite_connection_opens_under_the_call_gate(tmp_path: Path, monke
     finally:
         store.close()
     assert gated and all(gated)
+
+
+def test_children_forked_while_other_threads_read_the_store_can_open_it(tmp_path: Path) -> None:
+    """A read runs SQLite outside the interpreter's lock and takes its process-wide memory lock.
+
+    A child forked during one hung in its first SQLite call (7 of 200 in
+    this loop before forks waited for reads): forks now wait for them.
+    """
+    import os
+    import time
+
+    path = tmp_path / "store.db"
+    store = SqlStore(f"sqlite:///{path}")
+    stop = threading.Event()
+
+    def read_constantly() -> None:
+        while not stop.is_set():
+            with store.database.connect() as connection:
+                connection.exec_driver_sql("SELECT COUNT(*) FROM partita_runs, partita_runs AS b").fetchall()
+            store.database.read("SELECT COUNT(*) FROM partita_events")
+
+    readers = [threading.Thread(target=read_constantly) for _ in range(3)]
+    for reader in readers:
+        reader.start()
+    hung = 0
+    try:
+        for _ in range(150):
+            pid = os.fork()
+            if pid == 0:
+                child = sqlite3.connect(path)
+                child.execute("SELECT COUNT(*) FROM partita_runs").fetchall()
+                os._exit(0)
+            deadline, ended = time.monotonic() + 10, False
+            while not ended and time.monotonic() < deadline:
+                ended = os.waitpid(pid, os.WNOHANG) != (0, 0)
+                time.sleep(0.002)
+            if not ended:
+                hung += 1
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join(30)
+        store.close()
+    assert hung == 0

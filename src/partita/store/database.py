@@ -29,7 +29,7 @@ from partita.errors import ConfigurationError, StoreError
 from partita.store.bulk_writes import RowShape, Upsert, insert_rows, upsert_rows, upsert_statements
 from partita.store.checkpointer import BACKSTOP_PAGES, WalCheckpointer
 from partita.store.driver_writes import SharedConnection, SqliteWriters
-from partita.store.fork_gate import SQLITE_CALL_GATE, sqlite_write
+from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_READS, sqlite_write
 from partita.store.local_wakeup import WakeupSender, local_wakeup_supported
 from partita.store.location import (
     SqliteAccess,
@@ -46,6 +46,8 @@ __all__ = ["Database", "configure_sqlite", "describe_failure"]
 _BUSY_TIMEOUT_MS = 30_000
 #: ``connection.info`` key: the assets whose events the open write transaction inserted.
 _EVENTS_WRITTEN = "partita_events_written"
+#: Pool record ``info`` key: its checkout counts as a read a fork waits for (`fork_gate.SQLITE_READS`).
+_COUNTED_READ = "partita_counted_read"
 
 
 def configure_sqlite(connection: Any) -> None:
@@ -96,9 +98,20 @@ def _sqlite_engine(location: StoreLocation, access: SqliteAccess) -> Engine:
         else:
             engine = create_engine(file_url, creator=_opened_under_the_gate(connector))
 
+        @event.listens_for(engine, "checkout")
+        def _reading(_: Any, record: Any, __: Any) -> None:
+            # A pooled connection counts as a read until it is back: a fork waits (`fork_gate`).
+            record.info[_COUNTED_READ] = SQLITE_READS.enter()
+
+        @event.listens_for(engine, "checkin")
+        def _read(_: Any, record: Any) -> None:
+            if record.info.pop(_COUNTED_READ, False):
+                SQLITE_READS.leave()
+
     @event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _: Any) -> None:
-        configure_sqlite(dbapi_connection)
+        with SQLITE_CALL_GATE:  # its statements run SQLite outside the interpreter's lock (`fork_gate`)
+            configure_sqlite(dbapi_connection)
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:

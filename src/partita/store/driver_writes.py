@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_WRITE_GATE
+from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_READS, SQLITE_WRITE_GATE
 
 __all__ = ["DriverTransaction", "SharedConnection", "SqliteWriters", "ThreadConnections"]
 
@@ -176,7 +176,8 @@ class SqliteWriters:
                 return self._shared.get().execute(statement, parameters).fetchall()
             finally:
                 SQLITE_WRITE_GATE.release()
-        return self._readers.get().execute(statement, parameters).fetchall()
+        with SQLITE_READS.reading():
+            return self._readers.get().execute(statement, parameters).fetchall()
 
     def close(self) -> None:
         """Close the reading connections (the shared one is its owner's to close)."""

@@ -19,7 +19,7 @@ import os
 import threading
 from collections.abc import Iterator
 
-__all__ = ["SQLITE_CALL_GATE", "SQLITE_WRITE_GATE", "sqlite_write"]
+__all__ = ["SQLITE_CALL_GATE", "SQLITE_READS", "SQLITE_WRITE_GATE", "sqlite_write"]
 
 #: The gate itself, for hot paths that hold it with a plain ``with`` (no generator frame).
 SQLITE_WRITE_GATE = _gate = threading.RLock()
@@ -30,6 +30,67 @@ SQLITE_WRITE_GATE = _gate = threading.RLock()
 SQLITE_CALL_GATE = threading.RLock()
 
 
+class _Reads:
+    """Reads on SQLite connections outside the gates: any number at once, none while a fork happens.
+
+    A read runs SQLite with the interpreter's lock released, taking SQLite's
+    process-wide memory lock as it allocates: a child forked meanwhile
+    hangs in its first SQLite call. `enter` returns whether the read counts
+    (a thread holding a gate needs not: the fork waits for that gate).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._drained = threading.Condition(self._lock)
+        self._count = 0
+        self._forking = 0  # forks waiting or under way (threads may fork at once)
+
+    def enter(self) -> bool:
+        if _gate._is_owned() or SQLITE_CALL_GATE._is_owned():  # type: ignore[attr-defined]
+            return False
+        with self._lock:
+            while self._forking:
+                self._drained.wait()
+            self._count += 1
+        return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self._count -= 1
+            if not self._count:
+                self._drained.notify_all()
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        counted = self.enter()
+        try:
+            yield
+        finally:
+            if counted:
+                self.leave()
+
+    def _before_fork(self) -> None:
+        with self._lock:
+            self._forking += 1
+            while self._count:
+                self._drained.wait()
+
+    def _after_fork_in_parent(self) -> None:
+        with self._lock:
+            self._forking -= 1
+            self._drained.notify_all()
+
+    def _after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()  # the other threads, and their reads, did not come along
+        self._drained = threading.Condition(self._lock)
+        self._count = 0
+        self._forking = 0
+
+
+#: Reads outside the gates (the engine's pooled connections, reading connections): a fork waits for them.
+SQLITE_READS = _Reads()
+
+
 @contextlib.contextmanager
 def sqlite_write() -> Iterator[None]:
     """Hold around one SQLite write transaction: a fork waits until it ends."""
@@ -38,6 +99,8 @@ def sqlite_write() -> Iterator[None]:
 
 
 def _before_fork() -> None:
+    # Reads first: a reader may take a gate before it is done, never the other way round.
+    SQLITE_READS._before_fork()
     _gate.acquire()
     SQLITE_CALL_GATE.acquire()
 
@@ -47,6 +110,16 @@ def _after_fork() -> None:
     _gate.release()
 
 
+def _after_fork_in_parent() -> None:
+    _after_fork()
+    SQLITE_READS._after_fork_in_parent()
+
+
+def _after_fork_in_child() -> None:
+    _after_fork()
+    SQLITE_READS._after_fork_in_child()
+
+
 if hasattr(os, "register_at_fork"):
-    # The forking thread holds both gates across fork(); both sides let them go.
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
+    # The forking thread holds both gates across fork(), once no read is under way; both sides let go.
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
