@@ -8,7 +8,10 @@ release, and its writes fail with "database is locked" after the busy
 timeout. The process executor forks worker processes that emit into the
 store, so each SQLite write transaction holds this gate; opening or closing
 a connection and a background checkpoint (`checkpointer`) hold a second
-one; a fork waits until neither is held (`os.register_at_fork`). Writers to the same file are
+one; reads outside both count in `SQLITE_READS`. A fork waits until no read
+is under way and neither gate is held (`os.register_at_fork`): SQLite's own
+process-wide locks (its memory allocator's among them) would otherwise be
+inherited held, and the child would hang in its first SQLite call. Writers to the same file are
 serialized by SQLite anyway; the gate costs one uncontended lock per write.
 """
 
