@@ -26,6 +26,8 @@ from partita.store.checkpointer import BACKSTOP_PAGES, WalCheckpointer
 from partita.store.fork_gate import SQLITE_CALL_GATE
 from partita.store.sql import SqlStore
 
+from .conftest import hung_children
+
 
 def _emit(store: SqlStore, count: int, start: int = 0) -> None:
     registry = partita.AssetRegistry()
@@ -256,7 +258,6 @@ def _open_and_write(path: str) -> None:
     connection.execute("INSERT INTO child_writes VALUES (1)")
     connection.commit()
     connection.close()
-    os._exit(0)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork")
@@ -281,20 +282,8 @@ def test_children_forked_while_the_checkpointer_opens_and_closes_connections_can
 
     writer = threading.Thread(target=commit_constantly)
     writer.start()
-    hung = 0
     try:
-        for _ in range(60):
-            pid = os.fork()
-            if pid == 0:
-                _open_and_write(str(path))
-            deadline, ended = time.monotonic() + 10, False
-            while not ended and time.monotonic() < deadline:
-                ended = os.waitpid(pid, os.WNOHANG) != (0, 0)
-                time.sleep(0.005)
-            if not ended:
-                hung += 1
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+        hung = hung_children(60, lambda: _open_and_write(str(path)))
     finally:
         stop.set()
         writer.join(30)

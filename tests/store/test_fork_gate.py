@@ -18,6 +18,8 @@ import pytest
 
 from partita.store.sql import SqlStore
 
+from .conftest import hung_children
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux only")
 
 
@@ -96,9 +98,6 @@ def test_children_forked_while_other_threads_read_the_store_can_open_it(tmp_path
     A child forked during one hung in its first SQLite call (7 of 200 in
     this loop before forks waited for reads): forks now wait for them.
     """
-    import os
-    import time
-
     path = tmp_path / "store.db"
     store = SqlStore(f"sqlite:///{path}")
     stop = threading.Event()
@@ -112,22 +111,13 @@ def test_children_forked_while_other_threads_read_the_store_can_open_it(tmp_path
     readers = [threading.Thread(target=read_constantly) for _ in range(3)]
     for reader in readers:
         reader.start()
-    hung = 0
+
+    def read_in_child() -> None:
+        child = sqlite3.connect(path)
+        child.execute("SELECT COUNT(*) FROM partita_runs").fetchall()
+
     try:
-        for _ in range(150):
-            pid = os.fork()
-            if pid == 0:
-                child = sqlite3.connect(path)
-                child.execute("SELECT COUNT(*) FROM partita_runs").fetchall()
-                os._exit(0)
-            deadline, ended = time.monotonic() + 10, False
-            while not ended and time.monotonic() < deadline:
-                ended = os.waitpid(pid, os.WNOHANG) != (0, 0)
-                time.sleep(0.002)
-            if not ended:
-                hung += 1
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
+        hung = hung_children(150, read_in_child)
     finally:
         stop.set()
         for reader in readers:

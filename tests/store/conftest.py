@@ -1,0 +1,32 @@
+"""Helpers for the store's fork tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+
+
+def hung_children(forks: int, child: Callable[[], None], seconds: float = 10.0) -> int:
+    """Fork ``forks`` children one after another, each running ``child`` then exiting; how many never ended.
+
+    A child still running after ``seconds`` counts as hung and is killed.
+    """
+    hung = 0
+    for _ in range(forks):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                child()
+            finally:
+                os._exit(0)
+        deadline, ended = time.monotonic() + seconds, False
+        while not ended and time.monotonic() < deadline:
+            ended = os.waitpid(pid, os.WNOHANG) != (0, 0)
+            time.sleep(0.002)
+        if not ended:
+            hung += 1
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    return hung
