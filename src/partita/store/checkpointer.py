@@ -25,13 +25,11 @@ inherits a lock it took (see `fork_gate`).
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import threading
-import weakref
 from collections.abc import Callable
 
-from partita.store.fork_gate import SQLITE_CALL_GATE
+from partita.store.fork_gate import SQLITE_CALL_GATE, forget_in_child
 
 __all__ = ["BACKSTOP_PAGES", "CHECKPOINT_INTERVAL", "IDLE_SECONDS", "WalCheckpointer"]
 
@@ -41,9 +39,6 @@ CHECKPOINT_INTERVAL = 0.005
 BACKSTOP_PAGES = 4000
 #: Seconds without a commit after which the thread exits (the next commit starts it again).
 IDLE_SECONDS = 1.0
-
-_all: weakref.WeakSet[WalCheckpointer] = weakref.WeakSet()
-
 
 class WalCheckpointer:
     """Checkpoints one SQLite file, in the background, after this process's commits.
@@ -61,7 +56,7 @@ class WalCheckpointer:
         self._thread: threading.Thread | None = None
         #: Checkpoints run, for tests and benchmarks.
         self.checkpoints = 0
-        _all.add(self)
+        forget_in_child(self)
 
     def committed(self) -> None:
         """A transaction of this process committed: checkpoint soon."""
@@ -129,18 +124,10 @@ class WalCheckpointer:
         if thread is not None and thread is not threading.current_thread():
             thread.join()
 
-    def _forget_thread(self) -> None:
+    def _forget_after_fork(self) -> None:
         """In a forked child: the parent's thread did not come along; the next commit starts one."""
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread = None
         self._due = False
 
-
-def _after_fork_in_child() -> None:
-    for checkpointer in list(_all):
-        checkpointer._forget_thread()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -23,11 +23,10 @@ import contextlib
 import os
 import sqlite3
 import threading
-import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_READS, SQLITE_WRITE_GATE
+from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_READS, SQLITE_WRITE_GATE, forget_in_child
 
 __all__ = ["DriverTransaction", "SharedConnection", "SqliteWriters", "ThreadConnections"]
 
@@ -84,7 +83,7 @@ class SharedConnection:
         #: Opens a connection configured like this one (for the readers beside it).
         self.connect = connect
         self._connection: sqlite3.Connection | None = None
-        _shared.add(self)
+        forget_in_child(self)
 
     def get(self) -> sqlite3.Connection:
         """The connection (the caller holds the write gate)."""
@@ -103,20 +102,8 @@ class SharedConnection:
 
     close = drop
 
-    def _forget(self) -> None:
+    def _forget_after_fork(self) -> None:
         self._connection = None
-
-
-_shared: weakref.WeakSet[SharedConnection] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for shared in list(_shared):
-        shared._forget()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class DriverTransaction:

@@ -11,8 +11,11 @@ a connection and a background checkpoint (`checkpointer`) hold a second
 one; reads outside both count in `SQLITE_READS`. A fork waits until no read
 is under way and neither gate is held (`os.register_at_fork`): SQLite's own
 process-wide locks (its memory allocator's among them) would otherwise be
-inherited held, and the child would hang in its first SQLite call. Writers to the same file are
-serialized by SQLite anyway; the gate costs one uncontended lock per write.
+inherited held, and the child would hang in its first SQLite call. Writers
+to the same file are serialized by SQLite anyway; the gate costs one
+uncontended lock per write. Objects that keep a thread or a connection of
+the parent's (`forget_in_child`) drop it in the child.
+
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import weakref
 from collections.abc import Iterator
+from typing import Protocol
 
-__all__ = ["SQLITE_CALL_GATE", "SQLITE_READS", "SQLITE_WRITE_GATE", "sqlite_write"]
+__all__ = ["SQLITE_CALL_GATE", "SQLITE_READS", "SQLITE_WRITE_GATE", "forget_in_child", "sqlite_write"]
 
 #: The gate itself, for hot paths that hold it with a plain ``with`` (no generator frame).
 SQLITE_WRITE_GATE = _gate = threading.RLock()
@@ -101,6 +106,22 @@ def sqlite_write() -> Iterator[None]:
         yield
 
 
+class _ForgetsInChild(Protocol):
+    def _forget_after_fork(self) -> None: ...
+
+
+_forgetting: weakref.WeakSet[_ForgetsInChild] = weakref.WeakSet()
+
+
+def forget_in_child(holder: _ForgetsInChild) -> None:
+    """Call ``holder._forget_after_fork()`` in every child forked from now on, while it lives.
+
+    For what the child must not use: the parent's threads did not come
+    along, and the parent's connections stay the parent's.
+    """
+    _forgetting.add(holder)
+
+
 def _before_fork() -> None:
     # Reads first: a reader may take a gate before it is done, never the other way round.
     SQLITE_READS._before_fork()
@@ -121,6 +142,8 @@ def _after_fork_in_parent() -> None:
 def _after_fork_in_child() -> None:
     _after_fork()
     SQLITE_READS._after_fork_in_child()
+    for holder in list(_forgetting):
+        holder._forget_after_fork()
 
 
 if hasattr(os, "register_at_fork"):
