@@ -5,6 +5,7 @@ attempt over several runs, and peak traced memory per attempt. Run by hand:
 
     python benchmarks/engine_overhead.py [--sizes 1000 10000 100000] [--repeat 3]
         [--store none|sqlite|postgresql] [--executor in-process|process] [--logs] [--cross-domain [DAYS]]
+        [--diagnose]
 
 With ``--store`` each run is also recorded: ``sqlite`` in a temporary file,
 ``postgresql`` at ``$PARTITA_BENCH_POSTGRES_URL``. The store is opened once,
@@ -20,6 +21,10 @@ default (8,760 hourly and 365 daily attempts). It prints the median time to
 plan it, and its plan + run and run-only costs per attempt beside those of
 a same-domain three-asset chain with about as many attempts, and their
 ratios.
+
+``--diagnose`` adds, per size, one more run of the no-store chain that
+says where its time goes: the cyclic garbage collector's time and
+collections, and the process's context switches, per attempt.
 
 ``--logs`` measures attempt log capture instead, with the SQLite store: the
 same chain whose bodies each log one INFO line through ``context.logger``,
@@ -141,6 +146,47 @@ def _timed(flow: partita.Flow, keys: list[dt.date]) -> tuple[float, float]:
     return wall, time.process_time() - cpu
 
 
+def _context_switches() -> int:
+    """Voluntary and involuntary context switches of every thread of this process so far (Linux)."""
+    total = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/status") as status:
+                total += sum(int(line.split()[1]) for line in status if "ctxt_switches" in line)
+        except OSError:  # the thread ended meanwhile
+            continue
+    return total
+
+
+def diagnose(flow: partita.Flow, keys: list[dt.date]) -> None:
+    """One run's garbage collection and context switches per attempt, beside its time."""
+    spent = [0.0, 0.0, 0.0]
+    began = [0.0]
+
+    def timed(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            began[0] = time.perf_counter()
+        else:
+            spent[info["generation"]] += time.perf_counter() - began[0]
+
+    gc.collect()
+    collections_before = [generation["collections"] for generation in gc.get_stats()]
+    switches = _context_switches() if os.path.isdir("/proc/self/task") else None
+    gc.callbacks.append(timed)
+    try:
+        elapsed = measure(flow, keys)
+    finally:
+        gc.callbacks.remove(timed)
+    collections = [after["collections"] - before for after, before in zip(gc.get_stats(), collections_before, strict=True)]
+    attempts = 3 * len(keys)
+    switched = "n/a" if switches is None else f"{(_context_switches() - switches) / attempts:.2f}"
+    print(
+        f"engine_overhead diagnose keys={len(keys)} attempts={attempts} us_per_attempt={elapsed / attempts * 1e6:.1f} "
+        f"gc_us_per_attempt={sum(spent) / attempts * 1e6:.2f} gc_full_us_per_attempt={spent[2] / attempts * 1e6:.2f} "
+        f"gc_collections={'/'.join(map(str, collections))} context_switches_per_attempt={switched}"
+    )
+
+
 def log_capture_figures(folder: str, sizes: list[int], repeat: int) -> None:
     """Capture on vs off vs no logging, SQLite store, one INFO line per body.
 
@@ -231,6 +277,7 @@ def main() -> None:
     parser.add_argument("--store", choices=["none", "sqlite", "postgresql"], default="none")
     parser.add_argument("--executor", choices=["in-process", "process"], default="in-process")
     parser.add_argument("--logs", action="store_true", help="measure attempt log capture (SQLite store)")
+    parser.add_argument("--diagnose", action="store_true", help="also print GC time and context switches per attempt")
     parser.add_argument("--cross-domain", type=int, nargs="?", const=365, metavar="DAYS", help="days over hours (365)")
     args = parser.parse_args()
     if args.cross_domain:
@@ -272,6 +319,8 @@ def main() -> None:
                     f"engine_overhead chain=3 store={store} executor={executor} keys={size} attempts={attempts} "
                     f"median_us_per_attempt={medians[name] / attempts * 1e6:.1f}{peak}{ratio} runs={args.repeat}"
                 )
+            if args.diagnose:
+                diagnose(flows["none"], keys)
 
 
 if __name__ == "__main__":
