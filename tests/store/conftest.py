@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 def hung_children(forks: int, child: Callable[[], None], seconds: float = 10.0) -> int:
@@ -30,3 +32,23 @@ def hung_children(forks: int, child: Callable[[], None], seconds: float = 10.0) 
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
     return hung
+
+
+@contextlib.contextmanager
+def running_constantly(work: Callable[[], None], threads: int = 1) -> Iterator[None]:
+    """``threads`` threads calling ``work`` over and over until the block ends (then joined)."""
+    stop = threading.Event()
+
+    def repeat() -> None:
+        while not stop.is_set():
+            work()
+
+    started = [threading.Thread(target=repeat) for _ in range(threads)]
+    for thread in started:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in started:
+            thread.join(30)

@@ -26,7 +26,7 @@ from partita.store.checkpointer import BACKSTOP_PAGES, WalCheckpointer
 from partita.store.fork_gate import SQLITE_CALL_GATE
 from partita.store.sql import SqlStore
 
-from .conftest import hung_children
+from .conftest import hung_children, running_constantly
 
 
 def _emit(store: SqlStore, count: int, start: int = 0) -> None:
@@ -273,19 +273,14 @@ def test_children_forked_while_the_checkpointer_opens_and_closes_connections_can
     monkeypatch.setattr(checkpointer_module, "CHECKPOINT_INTERVAL", 0.0)
     path = tmp_path / "store.db"
     store = SqlStore(f"sqlite:///{path}")
-    stop = threading.Event()
 
-    def commit_constantly() -> None:
-        while not stop.is_set():
-            with store.database.driver_write() as connection:
-                connection.exec_driver_sql("SELECT 1")
+    def commit() -> None:
+        with store.database.driver_write() as connection:
+            connection.exec_driver_sql("SELECT 1")
 
-    writer = threading.Thread(target=commit_constantly)
-    writer.start()
     try:
-        hung = hung_children(60, lambda: _open_and_write(str(path)))
+        with running_constantly(commit):
+            hung = hung_children(60, lambda: _open_and_write(str(path)))
     finally:
-        stop.set()
-        writer.join(30)
         store.close()
     assert hung == 0

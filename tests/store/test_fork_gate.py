@@ -18,7 +18,7 @@ import pytest
 
 from partita.store.sql import SqlStore
 
-from .conftest import hung_children
+from .conftest import hung_children, running_constantly
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux only")
 
@@ -100,27 +100,19 @@ def test_children_forked_while_other_threads_read_the_store_can_open_it(tmp_path
     """
     path = tmp_path / "store.db"
     store = SqlStore(f"sqlite:///{path}")
-    stop = threading.Event()
 
-    def read_constantly() -> None:
-        while not stop.is_set():
-            with store.database.connect() as connection:
-                connection.exec_driver_sql("SELECT COUNT(*) FROM partita_runs, partita_runs AS b").fetchall()
-            store.database.read("SELECT COUNT(*) FROM partita_events")
-
-    readers = [threading.Thread(target=read_constantly) for _ in range(3)]
-    for reader in readers:
-        reader.start()
+    def read() -> None:
+        with store.database.connect() as connection:
+            connection.exec_driver_sql("SELECT COUNT(*) FROM partita_runs, partita_runs AS b").fetchall()
+        store.database.read("SELECT COUNT(*) FROM partita_events")
 
     def read_in_child() -> None:
         child = sqlite3.connect(path)
         child.execute("SELECT COUNT(*) FROM partita_runs").fetchall()
 
     try:
-        hung = hung_children(150, read_in_child)
+        with running_constantly(read, threads=3):
+            hung = hung_children(150, read_in_child)
     finally:
-        stop.set()
-        for reader in readers:
-            reader.join(30)
         store.close()
     assert hung == 0
