@@ -40,6 +40,7 @@ BACKSTOP_PAGES = 4000
 #: Seconds without a commit after which the thread exits (the next commit starts it again).
 IDLE_SECONDS = 1.0
 
+
 class WalCheckpointer:
     """Checkpoints one SQLite file, in the background, after this process's commits.
 
@@ -130,4 +131,3 @@ class WalCheckpointer:
         self._wake = threading.Event()
         self._thread = None
         self._due = False
-

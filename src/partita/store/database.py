@@ -368,7 +368,7 @@ class Database:
         return psycopg.connect(self.psycopg_conninfo, connect_timeout=10)
 
     def dispose(self) -> None:
-        """Close the pool's connections and the threads' write connections; stop checkpointing."""
+        """Stop checkpointing; close the reading and shared write connections and the pool's."""
         if self.checkpointer is not None:
             self.checkpointer.close()
         if self._writers is not None:

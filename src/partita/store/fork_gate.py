@@ -15,7 +15,6 @@ inherited held, and the child would hang in its first SQLite call. Writers
 to the same file are serialized by SQLite anyway; the gate costs one
 uncontended lock per write. Objects that keep a thread or a connection of
 the parent's (`forget_in_child`) drop it in the child.
-
 """
 
 from __future__ import annotations
