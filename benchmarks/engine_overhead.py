@@ -22,9 +22,12 @@ plan it, and its plan + run and run-only costs per attempt beside those of
 a same-domain three-asset chain with about as many attempts, and their
 ratios.
 
-``--diagnose`` adds, per size, one more run of the no-store chain that
-says where its time goes: the cyclic garbage collector's time and
-collections, and the process's context switches, per attempt.
+``--diagnose`` adds, per size, one more run of each measured flow (the
+no-store chain, and the store's with ``--store``) that says where its time
+goes, per attempt: the cyclic garbage collector's time and collections, the
+process's context switches, each kind of thread's processor time (the
+engine's, the body workers', the store journal's, the checkpointer's) and
+how long runnable threads waited for a processor (``runq_us``, Linux).
 
 ``--logs`` measures attempt log capture instead, with the SQLite store: the
 same chain whose bodies each log one INFO line through ``context.logger``,
@@ -44,6 +47,8 @@ import statistics
 import tempfile
 import time
 import tracemalloc
+
+import thread_times
 
 import partita
 from partita.store import Store, open_store
@@ -158,32 +163,49 @@ def _context_switches() -> int:
     return total
 
 
-def diagnose(flow: partita.Flow, keys: list[dt.date]) -> None:
-    """One run's garbage collection and context switches per attempt, beside its time."""
-    spent = [0.0, 0.0, 0.0]
+#: The process's threads by what they do for a run, from their names (the thread calling `Flow.run` is the engine's).
+ROLES = (("partita-worker", "workers"), ("partita-store-journal", "journal"), ("partita-wal-checkpoint", "checkpoint"))
+
+
+def diagnose(flow: partita.Flow, keys: list[dt.date], store: str) -> None:
+    """One run's garbage collection, context switches and each kind of thread's processor time, per attempt.
+
+    Processor time per thread role (``cpu_us_*``) says which thread does a
+    store's work, and ``runq_us`` how long runnable threads waited for one
+    of the machine's processors: on a machine with few cores, work a store
+    moves to another thread only overlaps the run if a processor is free.
+    """
+    spent_gc = [0.0, 0.0, 0.0]
     began = [0.0]
 
     def timed(phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             began[0] = time.perf_counter()
         else:
-            spent[info["generation"]] += time.perf_counter() - began[0]
+            spent_gc[info["generation"]] += time.perf_counter() - began[0]
 
     gc.collect()
     collections_before = [generation["collections"] for generation in gc.get_stats()]
     switches = _context_switches() if os.path.isdir("/proc/self/task") else None
+    threads_before = thread_times.snapshot()
     gc.callbacks.append(timed)
     try:
         elapsed = measure(flow, keys)
     finally:
         gc.callbacks.remove(timed)
+    threads_after = thread_times.snapshot()
     collections = [after["collections"] - before for after, before in zip(gc.get_stats(), collections_before, strict=True)]
     attempts = 3 * len(keys)
     switched = "n/a" if switches is None else f"{(_context_switches() - switches) / attempts:.2f}"
+    roles = ""
+    if threads_before is not None and threads_after is not None:
+        spent = thread_times.by_role(threads_before, threads_after, ROLES, caller="engine")
+        roles = " " + thread_times.describe(spent, attempts)
     print(
-        f"engine_overhead diagnose keys={len(keys)} attempts={attempts} us_per_attempt={elapsed / attempts * 1e6:.1f} "
-        f"gc_us_per_attempt={sum(spent) / attempts * 1e6:.2f} gc_full_us_per_attempt={spent[2] / attempts * 1e6:.2f} "
-        f"gc_collections={'/'.join(map(str, collections))} context_switches_per_attempt={switched}"
+        f"engine_overhead diagnose store={store} keys={len(keys)} attempts={attempts} "
+        f"us_per_attempt={elapsed / attempts * 1e6:.1f} "
+        f"gc_us_per_attempt={sum(spent_gc) / attempts * 1e6:.2f} gc_full_us_per_attempt={spent_gc[2] / attempts * 1e6:.2f} "
+        f"gc_collections={'/'.join(map(str, collections))} context_switches_per_attempt={switched}{roles}"
     )
 
 
@@ -320,7 +342,9 @@ def main() -> None:
                     f"median_us_per_attempt={medians[name] / attempts * 1e6:.1f}{peak}{ratio} runs={args.repeat}"
                 )
             if args.diagnose:
-                diagnose(flows["none"], keys)
+                for name, flow in flows.items():
+                    if name != "process":
+                        diagnose(flow, keys, name)
 
 
 if __name__ == "__main__":
