@@ -14,14 +14,15 @@ import threading
 
 __all__ = ["Snapshot", "by_role", "describe", "snapshot"]
 
-#: Nanoseconds on a processor and in the run queue, per live thread (native id).
-Snapshot = dict[int, tuple[int, int]]
+#: Per live thread (native id): nanoseconds on a processor and in the run queue, and its name.
+Snapshot = dict[int, tuple[int, int, str]]
 
 
 def snapshot() -> Snapshot | None:
     """Every live thread's processor and run-queue nanoseconds so far; None without ``/proc`` schedstat."""
     if not os.path.isdir("/proc/self/task"):
         return None
+    names = {thread.native_id: thread.name for thread in threading.enumerate()}
     times: Snapshot = {}
     for task in os.listdir("/proc/self/task"):
         try:
@@ -29,7 +30,7 @@ def snapshot() -> Snapshot | None:
                 on_cpu, waiting, _ = schedstat.read().split()
         except (OSError, ValueError):  # the thread ended meanwhile, or the kernel keeps no schedstat
             continue
-        times[int(task)] = (int(on_cpu), int(waiting))
+        times[int(task)] = (int(on_cpu), int(waiting), names.get(int(task), ""))
     return times or None
 
 
@@ -42,12 +43,10 @@ def by_role(
     ``caller``, any other thread ``other``. A thread that ended between the
     snapshots is missing from ``after``: its time is not counted.
     """
-    names = {thread.native_id: thread.name for thread in threading.enumerate()}
     me = threading.get_native_id()
     spent: dict[str, list[int]] = {}
-    for task, (on_cpu, waiting) in after.items():
-        earlier_cpu, earlier_wait = before.get(task, (0, 0))
-        name = names.get(task, "")
+    for task, (on_cpu, waiting, name) in after.items():
+        earlier_cpu, earlier_wait, _ = before.get(task, (0, 0, ""))
         role = caller if task == me else next((role for prefix, role in roles if name.startswith(prefix)), "other")
         totals = spent.setdefault(role, [0, 0])
         totals[0] += on_cpu - earlier_cpu

@@ -40,6 +40,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import thread_times
+
 from partita import AssetContext, AssetRegistry, Flow, StaticPartitionDef, asset, open_store, publish_event
 from partita.automation.daemon import TriggerDaemon
 from partita.automation.triggers import OnAssetEvents
@@ -147,8 +149,21 @@ def latency(backend: str, events: int, poll_interval: float, max_in_flight: int,
     return p50
 
 
+#: The benchmark's threads by role, from their names (the producer's run is on the calling thread).
+ROLES = (
+    ("trigger-daemon", "daemon"), ("partita-consumer", "consumers"), ("partita-worker", "workers"),
+    ("partita-store-journal", "journal"), ("partita-wal-checkpoint", "checkpoint"),
+)  # fmt: skip
+
+
 def throughput(
-    backend: str, keys: int, poll_interval: float, max_in_flight: int, listen: bool, max_keys_per_run: int = 1
+    backend: str,
+    keys: int,
+    poll_interval: float,
+    max_in_flight: int,
+    listen: bool,
+    max_keys_per_run: int = 1,
+    diagnose: bool = False,
 ) -> float:
     finished = 0
     lock = threading.Lock()
@@ -164,6 +179,7 @@ def throughput(
     flow, registry = build(keys, lambda key: None, on_finish, max_keys_per_run)
     with scratch_store(backend, "throughput") as store:
         daemon = TriggerDaemon([flow], store, max_in_flight=max_in_flight, poll_interval=poll_interval, listen=listen)
+        threads_before = thread_times.snapshot() if diagnose else None
         thread = _serve(daemon)  # consumers start while the producer still emits
         begin = time.perf_counter()
         produced = Flow(["producer"], registry=registry, store=store).run()
@@ -173,6 +189,7 @@ def throughput(
         done.wait()
         # The body finished; the request is marked finished right after its run returns.
         elapsed = time.perf_counter() - begin
+        threads_after = thread_times.snapshot() if diagnose else None
         how = _woken_by(backend) if daemon.listening else "polling"
         daemon.stop()
         thread.join()
@@ -181,6 +198,13 @@ def throughput(
         f"({keys / elapsed:.1f} keys/s, --max-in-flight {max_in_flight}, max_keys_per_run {max_keys_per_run}, "
         f"{daemon.started_runs} runs, poll {poll_interval}s, {_label(backend)}, {how})"
     )
+    if threads_before is not None and threads_after is not None:
+        spent = thread_times.by_role(threads_before, threads_after, ROLES, caller="producer")
+        cores = sum(cpu for cpu, _ in spent.values()) / elapsed
+        print(
+            f"throughput diagnose max_keys_per_run {max_keys_per_run}: per consumer key "
+            f"{thread_times.describe(spent, keys)}, processors busy {cores:.2f} of {os.cpu_count()}"
+        )
     return elapsed
 
 
@@ -248,6 +272,10 @@ def main() -> None:
     parser.add_argument("--only", choices=("latency", "throughput", "notify-cost"), help="run one part only")
     parser.add_argument("--no-listen", action="store_true", help="throughput: poll only, also on PostgreSQL")
     parser.add_argument(
+        "--diagnose", action="store_true",
+        help="throughput: also print each kind of thread's processor time and run-queue wait per key (Linux)",
+    )  # fmt: skip
+    parser.add_argument(
         "--max-keys-per-run", type=int, nargs="+", default=[1, 1000],
         help="throughput: consumer keys one run serves; each value is measured in turn (default 1 1000)",
     )  # fmt: skip
@@ -261,7 +289,9 @@ def main() -> None:
         )
     if args.only in (None, "throughput"):
         seconds = {
-            size: throughput(args.store, args.keys, args.poll_interval, args.max_in_flight, not args.no_listen, size)
+            size: throughput(
+                args.store, args.keys, args.poll_interval, args.max_in_flight, not args.no_listen, size, args.diagnose
+            )
             for size in args.max_keys_per_run
         }
         if len(seconds) > 1:
