@@ -19,13 +19,22 @@ SQLite figures measure, and every receipt is in the log before it returns
 in both. Median of ``--repeat`` runs, the runs of each figure interleaved with
 the baseline's; one line per figure with the ratio partita/baseline.
 
-    python benchmarks/emission.py [--events 2000] [--repeat 3] [--threads 8] [--postgresql URL]
+``--ceiling US ...`` adds what the machine allows at best: ``--threads``
+plain threads, each spending US microseconds of Python per event, with an
+ideal group commit (one writer thread committing every waiting row in one
+transaction over plain sqlite3), as a ratio to the same raw writer; beside
+it, partita's own Python per emission without a store. Emitting threads
+share one interpreter lock, so their Python runs one at a time.
+
+    python benchmarks/emission.py [--events 2000] [--repeat 3] [--threads 8] [--postgresql URL] [--ceiling US ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import queue
 import sqlite3
 import statistics
 import tempfile
@@ -117,6 +126,91 @@ def sqlite_rate(path: str, count: int) -> float:
     return count / elapsed
 
 
+def memory_emit_us(count: int) -> float:
+    """Microseconds of one ``context.emit`` without a store: the Python an emission does before any store work."""
+    registry = partita.AssetRegistry()
+    batches = partita.StaticPartitionDef("batches", [f"b{i}" for i in range(count)])
+
+    @partita.asset(partition_def=batches, registry=registry)
+    def batch() -> None:
+        return None
+
+    @partita.asset(registry=registry)
+    def producer(context: partita.AssetContext) -> float:
+        started = time.perf_counter()
+        for index in range(count):
+            context.emit("batch", partition_key=f"b{index}", extra={"rows": index})
+        return time.perf_counter() - started
+
+    result = partita.Flow(["producer"], registry=registry).run()
+    return result.output("producer") / count * 1e6
+
+
+def ceiling_rate(path: str, count: int, threads: int, python_us: float) -> float:
+    """Events per second of ``threads`` plain threads with an ideal group commit over plain sqlite3.
+
+    Each thread spends ``python_us`` of Python per event (holding the
+    interpreter's lock, as an emission's own work does), hands its row to one
+    writer thread and waits until the transaction that carried it commits;
+    the writer commits whatever rows are waiting, in one transaction. No
+    validation, no receipts, no store: what the interpreter and SQLite allow
+    here for that much Python per event.
+    """
+    open_store(f"sqlite:///{path}").close()
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute("PRAGMA synchronous = NORMAL")
+    sql = ROW_SQL.format(marks=", ".join("?" * 12))
+    waiting: queue.SimpleQueue[tuple[tuple[object, ...], threading.Lock] | None] = queue.SimpleQueue()
+
+    def write() -> None:
+        while (first := waiting.get()) is not None:
+            batch = [first]
+            with contextlib.suppress(queue.Empty):
+                while len(batch) < 64:
+                    item = waiting.get_nowait()
+                    if item is None:
+                        waiting.put(None)  # stop after this transaction
+                        break
+                    batch.append(item)
+            connection.execute("BEGIN IMMEDIATE")
+            for row, _ in batch:
+                connection.execute(sql, row)
+            connection.execute("COMMIT")
+            for _, committed in batch:
+                committed.release()
+
+    start = threading.Barrier(threads)
+    spans: list[tuple[float, float]] = []
+
+    def emit(first: int) -> None:
+        start.wait()
+        began = time.perf_counter()
+        for index in range(first, count, threads):
+            until = time.perf_counter() + python_us / 1e6
+            while time.perf_counter() < until:
+                pass
+            row = ("batch", f"b{index}", None, json.dumps({"rows": index}), time.time(), "attempt", "run",
+                   "producer", False, 1, uuid.uuid4().hex, "0" * 64)  # fmt: skip
+            committed = threading.Lock()
+            committed.acquire()
+            waiting.put((row, committed))
+            committed.acquire()
+        spans.append((began, time.perf_counter()))
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    emitters = [threading.Thread(target=emit, args=(first,)) for first in range(threads)]
+    for thread in emitters:
+        thread.start()
+    for thread in emitters:
+        thread.join()
+    waiting.put(None)
+    writer.join()
+    connection.close()
+    return count / (max(end for _, end in spans) - min(begin for begin, _ in spans))
+
+
 def postgresql_rate(url: str, count: int) -> float:
     import psycopg
 
@@ -171,9 +265,25 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--threads", type=int, default=8, help="bodies emitting at once for the second figure (1: none)")
     parser.add_argument("--postgresql", metavar="URL", help="a PostgreSQL server the benchmark may create databases on")
+    parser.add_argument(
+        "--ceiling", type=float, nargs="+", metavar="US",
+        help="also measure an ideal group commit of --threads plain threads spending US of Python per event (SQLite)",
+    )  # fmt: skip
     args = parser.parse_args()
     count, threads = args.events, args.threads
     with tempfile.TemporaryDirectory() as folder:
+        if args.ceiling:
+            print(f"emission python_us_per_event_without_store={memory_emit_us(count):.1f} (partita's own, before any store work)")
+        for python_us in args.ceiling or ():
+            ours, base = measure(
+                args.repeat,
+                lambda n, python_us=python_us: ceiling_rate(f"{folder}/ceiling-{python_us}-{n}.db", count, threads, python_us),
+                lambda n, python_us=python_us: sqlite_rate(f"{folder}/raw-ceiling-{python_us}-{n}.db", count),
+            )
+            print(
+                f"emission ceiling threads={threads} python_us_per_event={python_us:g} events={count} "
+                f"ratio_ideal_over_baseline={statistics.median(ours) / statistics.median(base):.2f} runs={args.repeat}"
+            )
         ours, base = measure(
             args.repeat,
             lambda n: partita_rate(f"sqlite:///{folder}/partita-{n}.db", count),
