@@ -51,7 +51,10 @@ ROW_SQL = (
     "source_asset, source_key_present, source_invocation, dedupe_key, payload_hash) "
     "VALUES ({marks})"
 )
-def partita_rate(store_url: str, count: int) -> float:
+
+
+def emitting_seconds(count: int, store_url: str | None = None) -> float:
+    """Seconds one asset body takes to emit ``count`` events: into the store at ``store_url``, or with no store."""
     registry = partita.AssetRegistry()
     batches = partita.StaticPartitionDef("batches", [f"b{i}" for i in range(count)])
 
@@ -66,13 +69,18 @@ def partita_rate(store_url: str, count: int) -> float:
             context.emit("batch", partition_key=f"b{index}", extra={"rows": index})
         return time.perf_counter() - started
 
-    store = open_store(store_url)
+    store = None if store_url is None else open_store(store_url)
     try:
         result = partita.Flow(["producer"], registry=registry, store=store).run()
     finally:
-        store.close()
+        if store is not None:
+            store.close()
     assert result.succeeded and len(result.receipts) == count
-    return count / result.output("producer")
+    return float(result.output("producer"))
+
+
+def partita_rate(store_url: str, count: int) -> float:
+    return count / emitting_seconds(count, store_url)
 
 
 def partita_threads_rate(store_url: str, count: int, threads: int) -> float:
@@ -128,22 +136,7 @@ def sqlite_rate(path: str, count: int) -> float:
 
 def memory_emit_us(count: int) -> float:
     """Microseconds of one ``context.emit`` without a store: the Python an emission does before any store work."""
-    registry = partita.AssetRegistry()
-    batches = partita.StaticPartitionDef("batches", [f"b{i}" for i in range(count)])
-
-    @partita.asset(partition_def=batches, registry=registry)
-    def batch() -> None:
-        return None
-
-    @partita.asset(registry=registry)
-    def producer(context: partita.AssetContext) -> float:
-        started = time.perf_counter()
-        for index in range(count):
-            context.emit("batch", partition_key=f"b{index}", extra={"rows": index})
-        return time.perf_counter() - started
-
-    result = partita.Flow(["producer"], registry=registry).run()
-    return result.output("producer") / count * 1e6
+    return emitting_seconds(count) / count * 1e6
 
 
 def ceiling_rate(path: str, count: int, threads: int, python_us: float) -> float:
