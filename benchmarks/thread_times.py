@@ -54,9 +54,8 @@ def by_role(
     return {role: (cpu / 1e9, waiting / 1e9) for role, (cpu, waiting) in sorted(spent.items())}
 
 
-def describe(spent: dict[str, tuple[float, float]], per: int, unit: str = "us") -> str:
-    """``cpu_<unit>_<role>=...`` per role and the total ``runq_<unit>``, each divided by ``per``."""
-    scale = 1e6 if unit == "us" else 1e3
-    parts = [f"cpu_{unit}_{role}={cpu / per * scale:.1f}" for role, (cpu, _) in spent.items()]
-    parts.append(f"runq_{unit}={sum(waiting for _, waiting in spent.values()) / per * scale:.1f}")
+def describe(spent: dict[str, tuple[float, float]], per: int) -> str:
+    """``cpu_us_<role>=...`` per role and the total ``runq_us``, in microseconds each divided by ``per``."""
+    parts = [f"cpu_us_{role}={cpu / per * 1e6:.1f}" for role, (cpu, _) in spent.items()]
+    parts.append(f"runq_us={sum(waiting for _, waiting in spent.values()) / per * 1e6:.1f}")
     return " ".join(parts)

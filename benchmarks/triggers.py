@@ -2,7 +2,7 @@
 
     python benchmarks/triggers.py [--store sqlite|postgresql] [--events 1000] [--keys 10000]
                                   [--max-in-flight 4] [--poll-interval 0.05]
-                                  [--only latency|throughput|notify-cost] [--no-listen]
+                                  [--only latency|throughput|notify-cost] [--no-listen] [--diagnose]
 
 (a) latency: a `TriggerDaemon` serves in a background thread; one event at a
     time is published (`publish_event`, each with its own key) and the time
@@ -15,7 +15,10 @@
     events (``context.emit``, one per key, each durable before the next);
     the time from the producer's start until all consumer runs (no-op
     bodies) finished. Prints the seconds (and runs per second). ``--no-listen`` makes a
-    PostgreSQL daemon poll only, to compare.
+    PostgreSQL daemon poll only, to compare. ``--diagnose`` adds, per consumer
+    key, each kind of thread's processor time (daemon, consumer runs, body
+    workers, journal, checkpointer, the producer's run) and how long runnable
+    threads waited for a processor, with the processors busy on average (Linux).
 (c) notify-cost (PostgreSQL only): what the notification trigger of schema
     revision 0005 adds to writing events: single-row emissions (each its own
     transaction) and one COPY of ``--keys`` rows, with the trigger enabled and
