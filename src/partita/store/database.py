@@ -14,6 +14,7 @@ IMMEDIATE``) so a transaction never has to upgrade its lock midway.
 from __future__ import annotations
 
 import contextlib
+import functools
 import select
 import socket
 import sqlite3
@@ -92,11 +93,10 @@ def _sqlite_engine(location: StoreLocation, access: SqliteAccess) -> Engine:
 
             @event.listens_for(engine, "do_connect")
             def _open(dialect: Any, _: Any, cargs: Any, cparams: Any) -> Any:
-                with SQLITE_CALL_GATE:  # a fork must not catch SQLite opening a file (`fork_gate`)
-                    return dialect.connect(*cargs, **cparams)
+                return _opened_under_the_gate(dialect.connect, *cargs, **cparams)
 
         else:
-            engine = create_engine(file_url, creator=_opened_under_the_gate(connector))
+            engine = create_engine(file_url, creator=functools.partial(_opened_under_the_gate, connector))
 
         @event.listens_for(engine, "checkout")
         def _reading(_: Any, record: Any, __: Any) -> None:
@@ -121,12 +121,10 @@ def _sqlite_engine(location: StoreLocation, access: SqliteAccess) -> Engine:
     return engine
 
 
-def _opened_under_the_gate(connect: Any) -> Any:
-    def open_file() -> Any:
-        with SQLITE_CALL_GATE:  # a fork must not catch SQLite opening a file (`fork_gate`)
-            return connect()
-
-    return open_file
+def _opened_under_the_gate(connect: Any, *args: Any, **kwargs: Any) -> Any:
+    """``connect(*args, **kwargs)`` holding the call gate: a fork must not catch SQLite opening a file (`fork_gate`)."""
+    with SQLITE_CALL_GATE:
+        return connect(*args, **kwargs)
 
 
 def _postgresql_engine(url: URL) -> Engine:
