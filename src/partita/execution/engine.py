@@ -44,6 +44,7 @@ from partita.execution.readiness import Readiness
 from partita.execution.reuse import OutputReuse
 from partita.execution.run_result import RunResultBuilder
 from partita.execution.settlement import Settlement
+from partita.execution.workers import SchedulerLock
 from partita.planning.plan import FlowPlan
 from partita.results.model import Invocation, RunResult
 
@@ -127,6 +128,9 @@ class _Run:
             logs=options.logs,
         )
         self.callbacks: CallbackRunner | None = None
+        #: Held by whichever thread runs the scheduler; None when only the loop's thread does.
+        self.scheduler_lock = SchedulerLock() if self._settles_on_workers() else None
+        self.settlement.scheduler = self.scheduler_lock or _NO_LOCK
         #: Whether the run may still be cancelled through `RunOptions.cancellation` (loop thread only).
         self._cancellable = False
         self._cancelled_from_outside = False
@@ -185,6 +189,23 @@ class _Run:
         )
         self.dispatcher.connect(invoker.start, readiness.skip)
 
+    def _settles_on_workers(self) -> bool:
+        """Whether worker threads may settle successes themselves (`ThreadWorkers.settle_on_workers`).
+
+        Only in runs whose every step after a success is plain Python: sync
+        bodies on this process's threads, and no resource gates or pools
+        (their clocks and leases live on the loop), no output reuse, no
+        runtime discovery and no asset callbacks.
+        """
+        return (
+            type(self.executor) is InProcessExecutor
+            and not self.gates
+            and self.reuse is None
+            and self.readiness.fan_out is None
+            and not self.settlement.has_callbacks
+            and not any(task.definition.is_async for task in self.tasks)
+        )
+
     @property
     def finished(self) -> bool:
         return self.invoker.finished
@@ -209,10 +230,7 @@ class _Run:
         if self.pools is not None:
             self.pools.start(loop, self.dispatcher.dispatch, self._pool_refused)
         try:
-            readiness.release_roots()
-            self.dispatcher.dispatch()
-            if readiness.remaining:
-                await readiness.done
+            await self._settle_every_attempt()
             await callbacks.drain()
             result = await self._finish_with_flow_callbacks(started_at)
         except asyncio.CancelledError:
@@ -248,9 +266,23 @@ class _Run:
                 raise
         return result
 
+    async def _settle_every_attempt(self) -> None:
+        """Release the attempts that wait on nothing and wait until the last attempt has settled."""
+        scheduler, readiness = self.settlement.scheduler, self.readiness
+        with scheduler:
+            readiness.release_roots()
+            self.dispatcher.dispatch()
+        if readiness.remaining:
+            await readiness.done
+        with scheduler:
+            pass  # the worker that settled the last attempt has left the scheduler
+
     def _start_executor_and_journal(self, loop: asyncio.AbstractEventLoop, started_at: dt.datetime) -> None:
         """Start the executor, then record the run: an executor that cannot start (no cluster) records nothing."""
         self.executor.start(loop, self.invoker.completed, self.max_concurrency)
+        if self.scheduler_lock is not None:
+            self.readiness.on_loop = self.invoker.on_loop = _caller_on(loop)
+            self.executor.settle_on_workers(self.scheduler_lock)  # type: ignore[attr-defined]
         journal = self.options.journal
         if journal is None:
             return
@@ -315,18 +347,33 @@ class _Run:
 
     async def _cancel(self, started_at: dt.datetime) -> RunResult:
         """Stop admitting, cancel async bodies, give sync bodies a grace period."""
-        invoker = self.invoker
-        self.dispatcher.cancelling = True
-        invoker.cancel_async_bodies()
-        self.settlement.cancel_retries()
+        invoker, scheduler = self.invoker, self.settlement.scheduler
+        with scheduler:
+            self.dispatcher.cancelling = True
+            invoker.cancel_async_bodies()
+            self.settlement.cancel_retries()
         if invoker.in_executor and invoker.drained is not None:
             try:
                 await asyncio.wait_for(invoker.drained.wait(), self.options.cancel_grace_seconds)
             except (TimeoutError, asyncio.CancelledError):
                 pass
-        self.results.cancel_unfinished()
-        invoker.finished = True
-        return self._result(started_at)
+        with scheduler:
+            self.results.cancel_unfinished()
+            invoker.finished = True
+            return self._result(started_at)
+
+
+_NO_LOCK = contextlib.nullcontext()
+
+
+def _caller_on(loop: asyncio.AbstractEventLoop) -> Callable[..., None]:
+    """Runs a call on ``loop``'s thread from any thread; nothing once the loop has closed."""
+
+    def call(fn: Callable[..., Any], *args: Any) -> None:
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(fn, *args)
+
+    return call
 
 
 def new_run_id() -> str:

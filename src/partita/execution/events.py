@@ -3,8 +3,9 @@
 ``index`` identifies an attempt within its asset without the raw key: the
 position of its key in the run's selection (0 for unpartitioned assets).
 
-Observers receive events on the scheduler's thread, synchronously and in
-order; they must be quick (render, count, enqueue). An observer that raises
+Observers receive events synchronously, in order and one at a time, on
+whichever thread runs the scheduler (the loop's, or a worker settling the
+success it ran); they must be quick (render, count, enqueue). An observer that raises
 is logged and otherwise ignored: observing never changes a run.
 """
 

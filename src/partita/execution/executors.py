@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 from partita.errors import ConfigurationError, ExecutionError
 from partita.execution.process_pool import WorkerPool
 from partita.execution.run_constants import RunConstants, shared_objects_of
-from partita.execution.workers import Completion, ThreadWorkers
+from partita.execution.workers import Completion, SchedulerLock, ThreadWorkers
 
 __all__ = ["EXECUTOR_FORMS", "Executor", "InProcessExecutor", "ProcessExecutor", "resolve_executor"]
 
@@ -54,6 +54,12 @@ class InProcessExecutor:
 
     def start(self, loop: asyncio.AbstractEventLoop, deliver: Deliver, max_workers: int) -> None:
         self._workers = ThreadWorkers(loop, deliver, max_workers)
+
+    def settle_on_workers(self, scheduler_lock: SchedulerLock) -> None:
+        """Worker threads settle successes themselves, under ``scheduler_lock`` (`ThreadWorkers`)."""
+        if self._workers is None:
+            raise ExecutionError("InProcessExecutor.settle_on_workers called before start()")
+        self._workers.settle_on_workers(scheduler_lock)
 
     def submit(
         self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], asset_name: str, emitter: Any = None

@@ -27,6 +27,7 @@ from partita.execution.executors import Executor
 from partita.execution.graph import Edge, TaskState, Token
 from partita.execution.inputs import PartitionedOutputs, mapped_input
 from partita.execution.log_capture import RemoteOutcome, wrap_body
+from partita.execution.readiness import call_now
 from partita.execution.workers import Completion
 from partita.results.model import Invocation
 
@@ -133,6 +134,7 @@ class Invoker:
         "_succeeded",
         "_failed",
         "_fault",
+        "on_loop",
     )
 
     def __init__(
@@ -171,6 +173,8 @@ class Invoker:
         self._succeeded = succeeded
         self._failed = failed
         self._fault = fault
+        #: Runs a call on the loop's thread (see `Readiness.on_loop`).
+        self.on_loop: Callable[..., Any] = call_now
 
     def start(self, task: TaskState, key_index: int) -> None:
         """Start the attempt's next invocation (the dispatcher has counted it running)."""
@@ -282,12 +286,17 @@ class Invoker:
                 elif not cancelled:
                     self._failed(task, key_index, value, started, finished)
             if self.in_executor == 0 and self.drained is not None:
-                self.drained.set()
+                self.on_loop(self._set_drained_when_idle)
             dispatcher.dispatch()
         except BaseException as exc:
             # A scheduler fault must end the run loudly, never leave it waiting.
             self._fault(exc)
             raise
+
+    def _set_drained_when_idle(self) -> None:
+        # Checked again on the loop: a worker may have started another body since it was asked.
+        if self.in_executor == 0 and self.drained is not None:
+            self.drained.set()
 
     def _remote(self, task: TaskState, key_index: int, outcome: RemoteOutcome) -> tuple[bool, Any]:
         """A worker process's outcome: its lines join the attempt's log here."""

@@ -22,8 +22,12 @@ from partita.execution.reuse import OutputReuse
 from partita.planning.plan import FlowPlan
 from partita.results.model import AttemptResult, AttemptStatus, Invocation, SkipReason
 
-__all__ = ["Readiness", "attempt_result"]
+__all__ = ["Readiness", "attempt_result", "call_now"]
 
+
+def call_now(fn: Callable[..., Any], *args: Any) -> None:
+    """Run a call on the loop's thread when the caller is on it already (see `Readiness.on_loop`)."""
+    fn(*args)
 
 
 def attempt_result(task: TaskState, key_index: int, status: AttemptStatus, **fields: Any) -> AttemptResult:
@@ -58,6 +62,7 @@ class Readiness:
         "_reuse",
         "_retry_history",
         "release",
+        "on_loop",
     )
 
     def __init__(
@@ -85,6 +90,8 @@ class Readiness:
         #: Set when the executor keeps outputs elsewhere: each is released once its readers are terminal.
         self.release: OutputRelease | None = None
         self.fan_out: FanOut | None = FanOut(self) if any(task.discovers for task in tasks) else None
+        #: Runs a call on the loop's thread: at once, unless attempts settle on worker threads too.
+        self.on_loop: Callable[..., Any] = call_now
 
     def release_roots(self) -> None:
         """Release the attempts that wait on nothing."""
@@ -96,8 +103,15 @@ class Readiness:
 
     def fault(self, exc: BaseException) -> None:
         """A scheduler fault ends the run loudly, never leaves it waiting."""
+        self.on_loop(self._failed, exc)
+
+    def _failed(self, exc: BaseException) -> None:
         if self.done is not None and not self.done.done():
             self.done.set_exception(exc)
+
+    def _all_settled(self) -> None:
+        if self.done is not None and not self.done.done():
+            self.done.set_result(None)
 
     def became_ready(self, task: TaskState, key_index: int) -> None:
         blockers = task.blockers.pop(key_index, None)
@@ -165,8 +179,8 @@ class Readiness:
         if task.discovers:
             assert self.fan_out is not None
             self.fan_out.after_producer(task, result)
-        if self.remaining == 0 and self.done is not None and not self.done.done():
-            self.done.set_result(None)
+        if self.remaining == 0:
+            self.on_loop(self._all_settled)
 
     def decrement(self, consumer: TaskState, key_index: int, blocker: AttemptResult | None) -> None:
         if blocker is not None:

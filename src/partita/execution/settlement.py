@@ -9,7 +9,9 @@ built once and settled, because it is the hot path of every attempt.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,7 +121,8 @@ class Settlement:
         "_observers",
         "_clock",
         "_random",
-        "_has_callbacks",
+        "has_callbacks",
+        "scheduler",
     )
 
     def __init__(
@@ -148,7 +151,9 @@ class Settlement:
         self.retry_timers: dict[Token, asyncio.Task[None]] = {}
         #: Set when the run starts (it needs the loop); called only when ``has_callbacks``.
         self.asset_callback: AssetCallback | None = None
-        self._has_callbacks = has_callbacks
+        self.has_callbacks = has_callbacks
+        #: Held while a timer's retry enters the scheduler (a lock when workers settle too).
+        self.scheduler: AbstractContextManager[Any] = contextlib.nullcontext()
 
     def _invocations(self, token: Token, last: Invocation) -> tuple[Invocation, ...]:
         if not self._retry_history:
@@ -218,7 +223,7 @@ class Settlement:
             index=key_index,
         )
         self._settle(task, key_index, result, None)
-        if self._has_callbacks:
+        if self.has_callbacks:
             self._call_back("on_success", task, key_index, None, len(invocations))
 
     def fail_attempt(
@@ -239,7 +244,7 @@ class Settlement:
             invocations=invocations,
         )
         self._settle(task, key_index, result, result)
-        if self._has_callbacks:
+        if self.has_callbacks:
             self._call_back("on_failure", task, key_index, exc, len(invocations))
 
     def invocation_failed(
@@ -286,17 +291,18 @@ class Settlement:
                     invocation.failure,
                 )
             )
-        if self._has_callbacks:
+        if self.has_callbacks:
             self._call_back("on_retry", task, key_index, exc, invocation.number)
         self.retry_timers[token] = self._dispatcher.timer(self._retry_after(token, retry.delay))
 
     async def _retry_after(self, token: Token, delay: float) -> None:
         await self._clock.sleep(delay)
-        self.retry_timers.pop(token, None)
-        task, key_index = token
-        if task.results[key_index] is None and not self._dispatcher.cancelling:
-            self._dispatcher.enqueue(task, key_index)
-            self._dispatcher.dispatch()
+        with self.scheduler:
+            self.retry_timers.pop(token, None)
+            task, key_index = token
+            if task.results[key_index] is None and not self._dispatcher.cancelling:
+                self._dispatcher.enqueue(task, key_index)
+                self._dispatcher.dispatch()
 
     def open_circuit(self, gate: ResourceGate) -> None:
         """Skip every queued and retrying attempt of the gate's resource; none starts again."""

@@ -70,6 +70,54 @@ class CompletionInbox:
             self._on_completions(batch)
 
 
+class SchedulerLock:
+    """Held by whichever thread runs a run's scheduler: the loop's, or a worker settling a success.
+
+    A worker whose body succeeded never waits for it: when another thread
+    holds it, the completion waits in ``pending`` and the holder settles it
+    on its way out. Waiting would chain the workers behind each other, one
+    sleep and wake-up per attempt.
+    """
+
+    __slots__ = ("_lock", "pending", "settle")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.pending: collections.deque[Completion] = collections.deque()
+        #: ``settle(batch, keep)`` settles completions; with ``keep``, the first job it starts is returned, not queued.
+        self.settle: Callable[[list[Completion], bool], Any] = _unbound_settle
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._lock.release()
+        if self.pending:
+            self._settle_pending(keep=False)
+
+    def offer(self, completion: Completion) -> Any:
+        """Settle ``completion`` now, or leave it to the holder; returns a job started for this thread, or None."""
+        self.pending.append(completion)
+        return self._settle_pending(keep=True)
+
+    def _settle_pending(self, keep: bool) -> Any:
+        pending, lock, kept = self.pending, self._lock, None
+        # Checked again after each release: a completion offered meanwhile is never left behind.
+        while pending and lock.acquire(blocking=False):
+            try:
+                batch = [pending.popleft() for _ in range(len(pending))]
+                job = self.settle(batch, keep and kept is None)
+                if job is not None:
+                    kept = job
+            finally:
+                lock.release()
+        return kept
+
+
+def _unbound_settle(batch: list[Completion], keep: bool) -> Any:
+    raise RuntimeError("SchedulerLock.settle was not set")
+
+
 class _Parking:
     """Worker threads between runs, by name prefix; one per process (a forked child starts empty)."""
 
@@ -166,6 +214,34 @@ class ThreadWorkers:
         self._all_returned = threading.Condition(threading.Lock())
         self._outstanding = 0
         self._closed = False
+        #: Set by `settle_on_workers`: the run's scheduler lock, under which workers settle successes themselves.
+        self._scheduler_lock: SchedulerLock | None = None
+        #: While a worker settles: the first job it starts is kept for it (``_kept``), not queued.
+        self._keep_next = False
+        self._kept: Any = None
+
+    def settle_on_workers(self, scheduler_lock: SchedulerLock) -> None:
+        """Let each worker settle its body's success itself, under ``scheduler_lock``.
+
+        The loop then only sees failures (which may schedule a retry on the
+        loop's clock). A finished body's consumers start on the thread that
+        ran it, without a wake-up of the loop and a second thread per
+        attempt: on few cores that hand-off cost more than the scheduler's
+        own work. Every other caller of the scheduler holds the same lock.
+        """
+        self._scheduler_lock = scheduler_lock
+        scheduler_lock.settle = self._settle_batch
+
+    def _settle_batch(self, batch: list[Completion], keep: bool) -> Any:
+        """Settle successes (under the scheduler lock); with ``keep``, return the first job started instead of queueing it."""
+        self._outstanding -= len(batch)
+        self._keep_next = keep
+        try:
+            self._on_completions(batch)
+        except BaseException:  # noqa: BLE001 - a scheduler fault: the run's fault handler has ended it
+            pass
+        kept, self._kept, self._keep_next = self._kept, None, False
+        return kept
 
     @property
     def outstanding(self) -> int:
@@ -180,13 +256,20 @@ class ThreadWorkers:
             with self._all_returned:
                 self._serving += 1
             _parking.lend(self, self._thread_name)
+        if self._keep_next:  # a worker settling under the scheduler lock runs it next: no hand-off
+            self._keep_next = False
+            self._kept = (token, fn, kwargs, emitter)
+            return
         self._jobs.put((token, fn, kwargs, emitter))
 
     def _work(self) -> None:
         """Serve this pool's jobs on the calling (lent) thread until it shuts down or its loop closes."""
         jobs, post, clock = self._jobs, self._inbox.put, time.time
+        lock = self._scheduler_lock
+        job = None
         while True:
-            job = jobs.get()
+            if job is None:
+                job = jobs.get()
             if job is _STOP:
                 return
             token, fn, kwargs, emitter = job
@@ -199,9 +282,13 @@ class ThreadWorkers:
                 value, succeeded = exc, False
             finished = clock()
             deactivate(active)
-            if not post((token, succeeded, value, started, finished)):
-                return  # loop closed during shutdown
-            del job, fn, kwargs, value, emitter
+            if succeeded and lock is not None:
+                job = lock.offer((token, True, value, started, finished))
+            else:
+                job = None
+                if not post((token, succeeded, value, started, finished)):
+                    return  # loop closed during shutdown
+            del fn, kwargs, value, emitter
 
     def _returned(self) -> None:
         """A lent thread is done with this pool (parked again)."""
@@ -211,8 +298,14 @@ class ThreadWorkers:
                 self._all_returned.notify_all()
 
     def _delivered(self, batch: list[Completion]) -> None:
-        self._outstanding -= len(batch)
-        self._on_completions(batch)
+        lock = self._scheduler_lock
+        if lock is None:
+            self._outstanding -= len(batch)
+            self._on_completions(batch)
+            return
+        with lock:
+            self._outstanding -= len(batch)
+            self._on_completions(batch)
 
     def shutdown(self, wait: float | None = None) -> bool:
         """Let the threads go once their jobs are done; True when every one did within ``wait``."""
