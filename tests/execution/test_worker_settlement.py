@@ -147,10 +147,16 @@ def test_failures_and_retries_beside_successes_settled_on_workers():
         assert consumer.status is (p.AttemptStatus.SKIPPED if broken else p.AttemptStatus.SUCCESS)
 
 
-def test_a_scheduler_fault_on_a_worker_ends_the_run_loudly(monkeypatch: pytest.MonkeyPatch):
-    """A bug in settling (here: the fifth edge walk raises) fails the run with it, never leaves it waiting."""
+def test_a_scheduler_fault_on_a_worker_ends_the_run_loudly_and_starts_nothing_more(monkeypatch: pytest.MonkeyPatch):
+    """A bug in settling (here: the fifth edge walk raises) fails the run with it, never leaves it waiting,
+    and the workers do not go on running the rest of the graph once the run has raised."""
     registry = p.AssetRegistry()
-    _chain(registry)
+    calls = [0]
+
+    def body(context) -> None:
+        calls[0] += 1
+
+    _chain(registry, body)
     original, walks = readiness_module.Readiness.decrement, [0]
 
     def failing_decrement(self, consumer, key_index, blocker):
@@ -161,11 +167,13 @@ def test_a_scheduler_fault_on_a_worker_ends_the_run_loudly(monkeypatch: pytest.M
 
     monkeypatch.setattr(readiness_module.Readiness, "decrement", failing_decrement)
     outcome: list[BaseException] = []
+    calls_when_raised: list[int] = []
 
     def run() -> None:
         try:
-            p.Flow(["publish"], registry=registry).run({"partition_keys": _keys(40)})
+            p.Flow(["publish"], registry=registry, max_concurrency=4).run({"partition_keys": _keys(40)})
         except BaseException as error:  # noqa: BLE001 - what the test inspects
+            calls_when_raised.append(calls[0])
             outcome.append(error)
 
     runner = threading.Thread(target=run)
@@ -174,6 +182,12 @@ def test_a_scheduler_fault_on_a_worker_ends_the_run_loudly(monkeypatch: pytest.M
 
     assert not runner.is_alive(), "the run hung after a scheduler fault on a worker"
     assert [str(error) for error in outcome] == ["scheduler bug"]
+    time.sleep(0.3)
+    # Bodies handed to a thread before the fault may still begin; nothing is started after it.
+    assert calls[0] - calls_when_raised[0] <= 4
+    # The fifth edge walk comes within the first ten settled attempts; four more may be in flight.
+    # (Workers that went on settling after the fault ran nearly all 120 bodies.)
+    assert calls[0] <= 10 + 4
 
 
 def test_cancelling_while_workers_settle_leaves_every_attempt_terminal_and_starts_nothing_after():

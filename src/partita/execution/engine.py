@@ -216,7 +216,6 @@ class _Run:
         readiness, invoker = self.readiness, self.invoker
         readiness.done = loop.create_future()
         invoker.drained = asyncio.Event()
-        invoker.drained.set()
         self.callbacks = callbacks = CallbackRunner(loop)
         self.settlement.asset_callback = AssetCallbacks(self.run_id, callbacks, self.emitters.for_attempt).call
         journal = self.options.journal
@@ -243,6 +242,9 @@ class _Run:
                 raise
             return result  # asked through RunOptions.cancellation: the caller gets the cancelled result
         finally:
+            with self.settlement.scheduler:  # whatever ended the run, workers settle nothing more of it
+                self.dispatcher.cancelling = True
+                self.invoker.finished = True
             self._cancellable = False
             if self.options.cancellation is not None:
                 self.options.cancellation.unbind()
@@ -352,7 +354,8 @@ class _Run:
             self.dispatcher.cancelling = True
             invoker.cancel_async_bodies()
             self.settlement.cancel_retries()
-        if invoker.in_executor and invoker.drained is not None:
+            running = invoker.in_executor  # none starts from now on: the last to complete sets `drained`
+        if running and invoker.drained is not None:
             try:
                 await asyncio.wait_for(invoker.drained.wait(), self.options.cancel_grace_seconds)
             except (TimeoutError, asyncio.CancelledError):

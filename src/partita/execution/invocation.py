@@ -154,7 +154,7 @@ class Invoker:
         fault: Callable[[BaseException], None],
     ) -> None:
         self.in_flight: dict[Token, float] = {}
-        #: Bodies submitted to the executor and not yet completed; ``drained`` is set when none are.
+        #: Bodies submitted to the executor and not yet completed; once the run cancels, ``drained`` is set when none are.
         self.in_executor = 0
         self.drained: asyncio.Event | None = None
         self.async_bodies: set[asyncio.Task[None]] = set()
@@ -217,8 +217,6 @@ class Invoker:
             body.add_done_callback(self.async_bodies.discard)
         else:
             self.in_executor += 1
-            assert self.drained is not None
-            self.drained.clear()
             self._executor.submit((task, key_index), fn, kwargs, task.name, emitter)
 
     def _context(
@@ -285,18 +283,15 @@ class Invoker:
                     self._succeeded(task, key_index, value, started, finished)
                 elif not cancelled:
                     self._failed(task, key_index, value, started, finished)
-            if self.in_executor == 0 and self.drained is not None:
-                self.on_loop(self._set_drained_when_idle)
+            if self.in_executor == 0 and dispatcher.cancelling and self.drained is not None:
+                self.on_loop(self.drained.set)  # nothing starts once cancelling: none will run again
             dispatcher.dispatch()
         except BaseException as exc:
-            # A scheduler fault must end the run loudly, never leave it waiting.
+            # A scheduler fault must end the run loudly, never leave it waiting, nor go on without it.
+            dispatcher.cancelling = True
+            self.finished = True
             self._fault(exc)
             raise
-
-    def _set_drained_when_idle(self) -> None:
-        # Checked again on the loop: a worker may have started another body since it was asked.
-        if self.in_executor == 0 and self.drained is not None:
-            self.drained.set()
 
     def _remote(self, task: TaskState, key_index: int, outcome: RemoteOutcome) -> tuple[bool, Any]:
         """A worker process's outcome: its lines join the attempt's log here."""

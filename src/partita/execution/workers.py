@@ -238,7 +238,7 @@ class ThreadWorkers:
         self._keep_next = keep
         try:
             self._on_completions(batch)
-        except BaseException:  # noqa: BLE001 - a scheduler fault: the run's fault handler has ended it
+        except Exception:  # noqa: BLE001 - a scheduler fault: the run's fault handler has ended it
             pass
         kept, self._kept, self._keep_next = self._kept, None, False
         return kept
