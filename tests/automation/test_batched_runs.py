@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import update
 
 import partita as p
-from partita.automation import daemon as daemon_module
+from partita.automation import partial_batches
 from partita.automation.daemon import TriggerDaemon
 from partita.automation.evaluation import TriggerEvaluator, run_request
 from partita.errors import DefinitionError
@@ -289,7 +289,7 @@ def test_keys_stop_waiting_for_a_partial_batch_that_outlives_the_wait(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A partial batch stuck in a slow body holds the flow's later keys back only for `PARTIAL_BATCH_WAIT`."""
-    monkeypatch.setattr(daemon_module, "PARTIAL_BATCH_WAIT", 0.5)
+    monkeypatch.setattr(partial_batches, "PARTIAL_BATCH_WAIT", 0.5)
     seen, release = Seen(), threading.Event()
     with contextlib.closing(SqlStore(store_url)) as store, _first_key_held(store, seen, release, 10) as daemon:
         publish(store, *KEYS[1:4])
@@ -299,5 +299,31 @@ def test_keys_stop_waiting_for_a_partial_batch_that_outlives_the_wait(
         assert not release.is_set()
         release.set()
         _until(lambda: daemon.started_runs == 2)
+    runs = [run_id for _, run_id, _ in seen.attempts]
+    assert [runs.count(run_id) for run_id in dict.fromkeys(runs)] == [1, 3]
+
+
+def test_a_partial_batch_that_ended_at_once_holds_the_next_one_back_for_the_gap(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flow starts a partial batch at most every `PARTIAL_BATCH_GAP`, however soon the last one ended.
+
+    Without it, a run that ends quickly leaves only the keys due meanwhile to
+    the next one: a steady producer then got a run per handful of keys.
+    """
+    monkeypatch.setattr(partial_batches, "PARTIAL_BATCH_GAP", 0.6)
+    seen = Seen()
+    with contextlib.closing(SqlStore(store_url)) as store:
+        daemon = TriggerDaemon([_flow(seen, 10)], store, max_in_flight=4, poll_interval=0.05)
+        with _serving(daemon):
+            publish(store, KEYS[0])
+            _until(lambda: daemon.started_runs == 1)  # a partial batch of one, over at once
+            began = time.monotonic()
+            publish(store, *KEYS[1:4])
+            time.sleep(0.2)
+            if time.monotonic() - began < 0.5:  # still within the gap (a slow machine may have passed it)
+                assert len(seen.attempts) == 1
+            _until(lambda: len(seen.attempts) == 4)  # after the gap, a poll starts them together
+            _until(lambda: daemon.started_runs == 2)
     runs = [run_id for _, run_id, _ in seen.attempts]
     assert [runs.count(run_id) for run_id in dict.fromkeys(runs)] == [1, 3]

@@ -38,6 +38,7 @@ from typing import Any
 
 from partita.automation.evaluation import TriggerEvaluator, run_request
 from partita.automation.logs import json_log_handler
+from partita.automation.partial_batches import PartialBatches
 from partita.automation.triggers import OnAssetEvents
 from partita.errors import PartitaError
 from partita.execution.loop_runner import ThreadLoops
@@ -56,8 +57,6 @@ HEARTBEAT_SECONDS = 5.0
 #: Events announced sooner than this after the last evaluation began are evaluated this long
 #: after it: a producer committing events one by one would otherwise cost a whole pass per event.
 ANNOUNCED_EVALUATION_GAP = 0.005
-#: Keys due while a batched flow's partial batch runs wait for it at most this long after it began.
-PARTIAL_BATCH_WAIT = 1.0
 #: A pass that finds a committed event held back by an older transaction still in progress
 #: (PostgreSQL) evaluates again this long after it began, then twice as long each time the same
 #: events are still held back, up to HELD_BACK_RECHECK_MAX (never beyond the poll interval): that
@@ -143,7 +142,7 @@ class TriggerDaemon:
         self._freed = False
         self._paused: dict[str, bool] = {}
         #: Per batched flow, its run in flight that started with fewer keys than a full batch.
-        self._partial: dict[str, tuple[concurrent.futures.Future[Any], float]] = {}
+        self._partial = PartialBatches()
         #: Batched flows whose announced events wait for their partial batch's end to be read.
         self._deferred: set[str] = set()
         #: Flows whose last pass failed, with the reason; they are retried on every pass.
@@ -250,6 +249,8 @@ class TriggerDaemon:
                     # transaction's end wakes nobody.
                     since = time.monotonic() - last_evaluation
                     evaluate = since >= self._evaluation_interval(announced, recheck)
+                    if self._partial.gap_over():
+                        self._freed = True  # the keys a partial batch's gap held back start now
                     freed, self._freed = self._freed, False
                     if evaluate:
                         last_evaluation, announced = time.monotonic(), False
@@ -263,6 +264,8 @@ class TriggerDaemon:
                     log.error("trigger pass failed: %s", exc, extra={"daemon": self.daemon_id})
                 interval = self._evaluation_interval(announced, recheck)
                 next_due = min(last_evaluation + interval, last_heartbeat + HEARTBEAT_SECONDS)
+                if self._partial.gap_ends is not None:
+                    next_due = min(next_due, self._partial.gap_ends)
                 announced = self._sleep(max(0.0, next_due - time.monotonic()), announced=announced) or announced
         finally:
             log.info("daemon stopping: waiting for runs in flight", extra={"daemon": self.daemon_id})
@@ -345,7 +348,7 @@ class TriggerDaemon:
         for evaluator in self.evaluators:
             name = evaluator.flow.name
             failed = False
-            batch_running = self._partial_batch_running(name)
+            batch_running = self._partial.running(name)
             if evaluate and not polled and batch_running:
                 self._deferred.add(name)
                 if not freed:
@@ -397,15 +400,6 @@ class TriggerDaemon:
             exc_info=not repeated and not isinstance(exc, PartitaError),
         )
 
-    def _partial_batch_running(self, name: str) -> bool:
-        """Whether the flow's last partial batch still runs, and began less than `PARTIAL_BATCH_WAIT` ago.
-
-        Past that, keys stop waiting for it: a batch stuck in a slow body
-        must not hold back the flow's later keys.
-        """
-        running = self._partial.get(name)
-        return running is not None and not running[0].done() and time.monotonic() - running[1] < PARTIAL_BATCH_WAIT
-
     def _start_due(self, evaluator: TriggerEvaluator) -> bool:
         """Claim and start ``evaluator``'s due requests while slots are free; True when the slots are full."""
         self._in_flight = {future for future in self._in_flight if not future.done()}
@@ -422,7 +416,7 @@ class TriggerDaemon:
             # A partial batch waits while the flow's last one runs: the keys due meanwhile then
             # start together, so a steady stream of events makes few full runs, not many small ones.
             partial = len(batch) < size and batch[0].status == "pending"
-            if partial and self._partial_batch_running(name):
+            if partial and self._partial.holds_back(name, serving=self._wakeup is not None):
                 continue
             claimed = evaluator.claim_run(batch)
             if claimed is None:
@@ -439,7 +433,7 @@ class TriggerDaemon:
             future.add_done_callback(functools.partial(self._slot_freed, evaluator.flow.name))
             self._in_flight.add(future)
             if partial:
-                self._partial[name] = (future, time.monotonic())
+                self._partial.started(name, future)
         return False
 
 
