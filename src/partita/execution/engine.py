@@ -44,7 +44,7 @@ from partita.execution.readiness import Readiness
 from partita.execution.reuse import OutputReuse
 from partita.execution.run_result import RunResultBuilder
 from partita.execution.settlement import Settlement
-from partita.execution.workers import SchedulerLock
+from partita.execution.workers import NO_LOCK, SchedulerLock
 from partita.planning.plan import FlowPlan
 from partita.results.model import Invocation, RunResult
 
@@ -130,7 +130,8 @@ class _Run:
         self.callbacks: CallbackRunner | None = None
         #: Held by whichever thread runs the scheduler; None when only the loop's thread does.
         self.scheduler_lock = SchedulerLock() if self._settles_on_workers() else None
-        self.settlement.scheduler = self.scheduler_lock or _NO_LOCK
+        #: Entered by the loop's thread whenever it runs the scheduler (`NO_LOCK` when only it does).
+        self.scheduler = self.settlement.scheduler = self.scheduler_lock or NO_LOCK
         #: Whether the run may still be cancelled through `RunOptions.cancellation` (loop thread only).
         self._cancellable = False
         self._cancelled_from_outside = False
@@ -242,7 +243,7 @@ class _Run:
                 raise
             return result  # asked through RunOptions.cancellation: the caller gets the cancelled result
         finally:
-            with self.settlement.scheduler:  # whatever ended the run, workers settle nothing more of it
+            with self.scheduler:  # whatever ended the run, workers settle nothing more of it
                 self.dispatcher.cancelling = True
                 self.invoker.finished = True
             self._cancellable = False
@@ -270,7 +271,7 @@ class _Run:
 
     async def _settle_every_attempt(self) -> None:
         """Release the attempts that wait on nothing and wait until the last attempt has settled."""
-        scheduler, readiness = self.settlement.scheduler, self.readiness
+        scheduler, readiness = self.scheduler, self.readiness
         with scheduler:
             readiness.release_roots()
             self.dispatcher.dispatch()
@@ -349,7 +350,7 @@ class _Run:
 
     async def _cancel(self, started_at: dt.datetime) -> RunResult:
         """Stop admitting, cancel async bodies, give sync bodies a grace period."""
-        invoker, scheduler = self.invoker, self.settlement.scheduler
+        invoker, scheduler = self.invoker, self.scheduler
         with scheduler:
             self.dispatcher.cancelling = True
             invoker.cancel_async_bodies()
@@ -364,9 +365,6 @@ class _Run:
             self.results.cancel_unfinished()
             invoker.finished = True
             return self._result(started_at)
-
-
-_NO_LOCK = contextlib.nullcontext()
 
 
 def _caller_on(loop: asyncio.AbstractEventLoop) -> Callable[..., None]:

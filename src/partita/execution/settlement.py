@@ -9,7 +9,6 @@ built once and settled, because it is the hot path of every attempt.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from partita.execution.graph import TaskState, Token
 from partita.execution.readiness import Readiness, attempt_result
 from partita.execution.retries import FailNow, OpenCircuitNow, RetryLater, decide_after_failure
 from partita.execution.reuse import OutputReuse
+from partita.execution.workers import NO_LOCK
 from partita.results.deferred import DeferredOutput, resolved
 from partita.results.model import AttemptResult, AttemptStatus, FailureInfo, Invocation, Resolution, SkipReason
 
@@ -153,7 +153,7 @@ class Settlement:
         self.asset_callback: AssetCallback | None = None
         self.has_callbacks = has_callbacks
         #: Held while a timer's retry enters the scheduler (a lock when workers settle too).
-        self.scheduler: AbstractContextManager[Any] = contextlib.nullcontext()
+        self.scheduler: AbstractContextManager[Any] = NO_LOCK
 
     def _invocations(self, token: Token, last: Invocation) -> tuple[Invocation, ...]:
         if not self._retry_history:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import os
 import queue
 import threading
@@ -26,12 +27,14 @@ from typing import Any
 
 from partita.events.emission import activate, deactivate
 
-__all__ = ["Completion", "CompletionInbox", "ThreadWorkers", "parked_threads"]
+__all__ = ["NO_LOCK", "Completion", "CompletionInbox", "SchedulerLock", "ThreadWorkers", "parked_threads"]
 
 # (token, succeeded, value or exception, started_at, finished_at)
 Completion = tuple[Any, bool, Any, float, float]
 
 _STOP = object()
+#: The scheduler's lock in runs whose scheduler runs on the loop's thread alone: entering it does nothing.
+NO_LOCK: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
 
 
 class CompletionInbox:
@@ -298,12 +301,7 @@ class ThreadWorkers:
                 self._all_returned.notify_all()
 
     def _delivered(self, batch: list[Completion]) -> None:
-        lock = self._scheduler_lock
-        if lock is None:
-            self._outstanding -= len(batch)
-            self._on_completions(batch)
-            return
-        with lock:
+        with self._scheduler_lock or NO_LOCK:
             self._outstanding -= len(batch)
             self._on_completions(batch)
 
