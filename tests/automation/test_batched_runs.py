@@ -131,6 +131,31 @@ def test_a_claim_lost_in_part_runs_only_the_keys_won(seeded: str) -> None:
     assert seen.keys() == KEYS and len(seen.runs()) == 2
 
 
+def test_a_pass_whose_claim_another_daemon_won_refills_the_slot_at_once(
+    seeded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass reads only what its free slots take: a lost claim makes it read again, not end empty."""
+    seen = Seen()
+    flow = _flow(seen, None)
+    with contextlib.closing(SqlStore(seeded)) as store:
+        daemon = TriggerDaemon([flow], store, max_in_flight=1)
+        (evaluator,) = daemon.evaluators
+        rival, read, won = TriggerEvaluator(flow, store), evaluator.due_runs, []
+
+        def raced(runs: int) -> list[Any]:
+            batches = read(runs)
+            assert len(batches) <= runs
+            if not won:  # the rival claims the first read's run between the read and this daemon's claim
+                won.append(rival.claim_run(batches[0]))
+            return batches
+
+        monkeypatch.setattr(evaluator, "due_runs", raced)
+        # run_once ends at the first pass that claims nothing: the lost claim must not be that pass.
+        assert daemon.run_once() == len(KEYS) - 1
+        assert won[0] is not None and won[0][0].partition_key == KEYS[0]
+    assert seen.keys() == KEYS[1:]
+
+
 def test_a_stale_batch_claim_is_taken_over_whole_and_runs_once(seeded: str) -> None:
     seen = Seen()
     flow = _flow(seen, 10)

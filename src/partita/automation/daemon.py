@@ -63,6 +63,9 @@ ANNOUNCED_EVALUATION_GAP = 0.005
 #: transaction's end is announced to nobody, and the event's own announcement is spent.
 HELD_BACK_RECHECK = 0.01
 HELD_BACK_RECHECK_MAX = 1.0
+#: How many times a pass reads a flow's due requests again after another daemon won some of
+#: them: a pass reads only what its free slots take, so a lost claim leaves a slot to refill.
+CLAIM_ROUNDS = 4
 
 
 class _Wakeup:
@@ -401,40 +404,55 @@ class TriggerDaemon:
         )
 
     def _start_due(self, evaluator: TriggerEvaluator) -> bool:
-        """Claim and start ``evaluator``'s due requests while slots are free; True when the slots are full."""
-        self._in_flight = {future for future in self._in_flight if not future.done()}
-        if len(self._in_flight) >= self.max_in_flight:
-            return True  # no slot: reading the due requests (a batch's thousands) would be wasted
+        """Claim and start ``evaluator``'s due requests while slots are free; True when the slots are full.
+
+        A pass reads as many runs' requests as there are free slots: in a
+        one-run-per-key flow, a run's end frees one slot and reads one
+        request, not a backlog. Only when another daemon won some of them is
+        the backlog read again, a few times at most.
+        """
         name = evaluator.flow.name
         size = evaluator.flow.trigger.max_keys_per_run  # type: ignore[union-attr]
-        for batch in evaluator.due_runs(4 * self.max_in_flight):
-            if self._stop.is_set():
+        for _ in range(CLAIM_ROUNDS):
+            free = self._free_slots()
+            if free <= 0:
+                return True  # no slot: reading the due requests (a batch's thousands) would be wasted
+            batches = evaluator.due_runs(free)
+            lost = False
+            for batch in batches:
+                if self._stop.is_set():
+                    return False
+                if self._free_slots() <= 0:
+                    return True
+                # A partial batch waits while the flow's last one runs: the keys due meanwhile then
+                # start together, so a steady stream of events makes few full runs, not many small ones.
+                partial = len(batch) < size and batch[0].status == "pending"
+                if partial and self._partial.holds_back(name, serving=self._wakeup is not None):
+                    continue
+                claimed = evaluator.claim_run(batch)
+                if claimed is None:
+                    lost = True  # another daemon took it: its slot is still free
+                    continue
+                self._start(evaluator, claimed, partial)
+            if not lost or len(batches) < free:
                 return False
-            self._in_flight = {future for future in self._in_flight if not future.done()}
-            if len(self._in_flight) >= self.max_in_flight:
-                return True
-            # A partial batch waits while the flow's last one runs: the keys due meanwhile then
-            # start together, so a steady stream of events makes few full runs, not many small ones.
-            partial = len(batch) < size and batch[0].status == "pending"
-            if partial and self._partial.holds_back(name, serving=self._wakeup is not None):
-                continue
-            claimed = evaluator.claim_run(batch)
-            if claimed is None:
-                continue
-            self._claims += 1
-            log.info(
-                "starting consumer run",
-                extra={
-                    "flow": evaluator.flow.name, "request": claimed[0].id, "run_id": claimed[0].run_id,
-                    "keys": len(claimed),
-                },
-            )  # fmt: skip
-            future = self._pool.submit(_run_consumer, evaluator, claimed)
-            future.add_done_callback(functools.partial(self._slot_freed, evaluator.flow.name))
-            self._in_flight.add(future)
-            if partial:
-                self._partial.started(name, future)
         return False
+
+    def _free_slots(self) -> int:
+        self._in_flight = {future for future in self._in_flight if not future.done()}
+        return self.max_in_flight - len(self._in_flight)
+
+    def _start(self, evaluator: TriggerEvaluator, claimed: list[TriggerRequest], partial: bool) -> None:
+        """Start the consumer run of ``claimed`` requests on a free slot."""
+        self._claims += 1
+        lead, flow = claimed[0], evaluator.flow.name
+        fields = {"flow": flow, "request": lead.id, "run_id": lead.run_id, "keys": len(claimed)}
+        log.info("starting consumer run", extra=fields)
+        future = self._pool.submit(_run_consumer, evaluator, claimed)
+        future.add_done_callback(functools.partial(self._slot_freed, flow))
+        self._in_flight.add(future)
+        if partial:
+            self._partial.started(flow, future)
 
 
 def _run_consumer(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]) -> RunResult | None:
