@@ -19,6 +19,7 @@ import pytest
 
 import partita as p
 from partita.execution import readiness as readiness_module
+from partita.execution import workers as workers_module
 from partita.execution.workers import SchedulerLock
 
 DAYS = p.DatePartitionDef()
@@ -110,7 +111,9 @@ def test_many_short_bodies_each_run_and_settle_exactly_once_within_the_limit():
     observer = ThreadsOfEvents()
     keys = _keys(1500)
 
-    result = p.Flow(["publish"], registry=registry, max_concurrency=4).run({"partition_keys": keys}, observers=[observer])
+    result = p.Flow(["publish"], registry=registry, max_concurrency=4).run(
+        {"partition_keys": keys}, observers=[observer]
+    )
 
     assert result.succeeded
     assert len(calls) == 3 * len(keys) and set(calls.values()) == {1}
@@ -259,3 +262,55 @@ def test_offers_from_many_threads_are_each_settled_once():
 
     assert len(settled) == 6 * 2000 and set(settled.values()) == {1}
     assert not lock.pending
+
+
+def test_the_worker_that_settles_the_last_outstanding_job_is_parked_before_the_run_ends(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """A run's end sends no stop message to that worker and waits for no hand-back (a one-key run's cost)."""
+    serving_at_shutdown = []
+    shutdown = workers_module.ThreadWorkers.shutdown
+
+    def recording(self, wait=None):
+        with self._all_returned:
+            serving_at_shutdown.append(self._serving)
+        return shutdown(self, wait)
+
+    monkeypatch.setattr(workers_module.ThreadWorkers, "shutdown", recording)
+    registry = p.AssetRegistry()
+    _chain(registry)
+    flow = p.Flow(["publish"], registry=registry)
+    for key in _keys(20):
+        assert flow.run({"partition_keys": [key]}).succeeded
+    # The loop learns of the run's end from the worker's settlement, after the worker gave its thread back.
+    assert serving_at_shutdown == [0] * 20
+
+
+def test_a_retry_after_the_pool_fell_idle_lends_a_thread_again(monkeypatch: pytest.MonkeyPatch):
+    """A worker that found nothing outstanding went back to the parking; a retry due later still runs."""
+    lends = []
+    lend = workers_module._parking.lend
+    monkeypatch.setattr(
+        workers_module._parking, "lend", lambda workers, prefix: (lends.append(prefix), lend(workers, prefix))
+    )
+    registry = p.AssetRegistry()
+    calls = collections.Counter()
+
+    @p.asset(registry=registry, retry=p.RetryPolicy(max_attempts=3, delay=0.2))
+    def flaky() -> None:
+        calls["flaky"] += 1
+        if calls["flaky"] < 3:
+            raise RuntimeError("transient")
+
+    @p.asset(registry=registry)
+    def steady() -> None:
+        calls["steady"] += 1
+        time.sleep(0.05)  # settles on its worker while flaky waits for its retry: nothing is outstanding
+
+    # One thread at a time: flaky starts first and fails; steady then settles with nothing outstanding.
+    result = p.Flow(["steady", "flaky"], registry=registry, max_concurrency=1).run()
+
+    assert result.succeeded
+    assert calls == {"flaky": 3, "steady": 1}
+    assert len(result.tasks["flaky"].attempts[0].invocations) == 3
+    assert len(lends) == 2  # the first thread went back when steady settled; the retries got one again

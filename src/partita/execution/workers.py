@@ -33,6 +33,8 @@ __all__ = ["NO_LOCK", "Completion", "CompletionInbox", "SchedulerLock", "ThreadW
 Completion = tuple[Any, bool, Any, float, float]
 
 _STOP = object()
+#: Kept for a worker that settled the pool's last outstanding job: it gives its thread back at once.
+_RETIRE = object()
 #: The scheduler's lock in runs whose scheduler runs on the loop's thread alone: entering it does nothing.
 NO_LOCK: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
 
@@ -244,6 +246,11 @@ class ThreadWorkers:
         except Exception:  # noqa: BLE001 - a scheduler fault: the run's fault handler has ended it
             pass
         kept, self._kept, self._keep_next = self._kept, None, False
+        if kept is None and keep and self._outstanding == 0:
+            # Nothing is queued or running: the thread goes back to the parking now, so a run's
+            # end waits for no stop message and no hand-back. A later job lends a thread again.
+            self._threads -= 1
+            return _RETIRE
         return kept
 
     @property
@@ -273,7 +280,7 @@ class ThreadWorkers:
         while True:
             if job is None:
                 job = jobs.get()
-            if job is _STOP:
+            if job is _STOP or job is _RETIRE:
                 return
             token, fn, kwargs, emitter = job
             active = activate(emitter)
