@@ -38,7 +38,7 @@ from partita.execution.executors import Executor, InProcessExecutor
 from partita.execution.graph import TaskState, Token, build_graph
 from partita.execution.inputs import OutputRelease
 from partita.execution.invocation import Invoker, RunEmitters
-from partita.execution.journal import RunJournal
+from partita.execution.journal import RunJournal, RunningAttempt
 from partita.execution.pools import PoolAccess, SharedPools
 from partita.execution.readiness import Readiness
 from partita.execution.reuse import OutputReuse
@@ -179,7 +179,8 @@ class _Run:
             self.executor,
             self.emitters,
             self.dispatcher,
-            observers=self.observers,
+            # The journal reads the attempts in flight itself (`running_attempts`): starts go to the others only.
+            observers=ObserverFanout(self.options.observers),
             fan_out=readiness.fan_out,
             retry_history=retry_history,
             triggering_events=self.options.triggering_events,
@@ -210,6 +211,14 @@ class _Run:
     @property
     def finished(self) -> bool:
         return self.invoker.finished
+
+    def running_attempts(self) -> list[RunningAttempt]:
+        """The attempts whose body runs now, from any thread: a copy, taken at once under the interpreter's lock."""
+        in_flight = dict(self.invoker.in_flight)
+        return [
+            RunningAttempt(task.name, index, task.partitioned, task.keys[index], started)
+            for (task, index), started in in_flight.items()
+        ]
 
     async def execute(self) -> RunResult:
         loop = asyncio.get_running_loop()
@@ -290,7 +299,8 @@ class _Run:
         if journal is None:
             return
         try:
-            journal.begin(self.run_id, self.plan, started_at)  # a refusal stops the run before any body
+            # A refusal stops the run before any body.
+            journal.begin(self.run_id, self.plan, started_at, running=self.running_attempts)
         except BaseException:
             self.executor.shutdown(wait=0)
             raise

@@ -1,10 +1,12 @@
 """`StoreJournal`: writes a run to the store while it progresses.
 
-The engine hands it execution events on the scheduler thread; it only
-appends them to a buffer. One flusher thread per process turns every
+The engine hands it finished and retried attempts on the scheduler thread;
+it only appends them to a buffer. One flusher thread per process turns every
 running journal's buffer into attempt rows every `FLUSH_SECONDS`, one
-transaction per flush, so the store's cost per attempt stays small and an
-attempt that starts and finishes between two flushes costs one row write.
+transaction per flush, and records the attempts in flight then (the run's
+``running``) as running, so the store's cost per attempt stays small and an
+attempt that starts and finishes between two flushes costs one row write
+and no start event.
 What is left at the end commits with the run's outcome, so a short run (a
 triggered consumer run, say) costs two writes and no thread of its own. A
 heartbeat tells other hosts the run is alive.
@@ -24,12 +26,14 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from partita.definitions.launch import LaunchKind, RunLaunch
 from partita.execution.attempt_logs import RunLogs
 from partita.execution.cancellation import RunCancellation
-from partita.execution.events import AttemptFinished, AttemptRetrying, AttemptStarted, ExecutionEvent
+from partita.execution.events import AttemptFinished, AttemptRetrying, ExecutionEvent
+from partita.execution.journal import RunningAttempt
 from partita.planning.plan import FlowPlan
 from partita.results.model import AttemptStatus, RunResult
 from partita.results.record import AttemptRecord, InvocationRecord, attempt_record_of, run_header_of
@@ -165,6 +169,8 @@ class StoreJournal:
         self._unwritten: list[ProgressBatch] = []
         self._run_id = ""
         self._retries: dict[tuple[str, int], list[InvocationRecord]] = {}
+        #: The attempts in flight now (`RunJournal.begin`'s ``running``).
+        self._running_now: Callable[[], list[RunningAttempt]] | None = None
         # Attempts written as running: their next row is an update.
         self._written: set[tuple[str, int]] = set()
         self._last_heartbeat = 0.0
@@ -173,9 +179,21 @@ class StoreJournal:
         """How the run records this asset's keys as text (None: keys are not recorded)."""
         return self._formats.get(asset_name) if self._record_keys else None
 
-    def begin(self, run_id: str, plan: FlowPlan, started_at: dt.datetime) -> None:
-        """Record the run's start; raises StoreError before any body runs."""
+    def begin(
+        self,
+        run_id: str,
+        plan: FlowPlan,
+        started_at: dt.datetime,
+        *,
+        running: Callable[[], list[RunningAttempt]] | None = None,
+    ) -> None:
+        """Record the run's start; raises StoreError before any body runs.
+
+        ``running`` lists the attempts whose body runs now: a flush writes
+        them as running, instead of every attempt's start event.
+        """
         self._run_id = run_id
+        self._running_now = running
         # Discovery events announce a producer's keys; it gets no unkeyed outlet event.
         self._producers = {task.name for task in plan.tasks if task.discovers}
         self._formats = {
@@ -199,7 +217,7 @@ class StoreJournal:
         _flusher.add(self)
 
     def on_event(self, event: ExecutionEvent) -> None:
-        if type(event) in (AttemptFinished, AttemptStarted, AttemptRetrying):
+        if type(event) in (AttemptFinished, AttemptRetrying):
             self._buffer.append(event)
 
     def _tick(self) -> None:
@@ -246,9 +264,11 @@ class StoreJournal:
         attempts become records, which carry their invocations.
         """
         buffer = self._buffer
-        if not buffer:
-            return []
         batch = [buffer.popleft() for _ in range(len(buffer))]
+        # Read after the events: an attempt no longer in flight has its end in this batch or the next.
+        running = self._running_now() if self._running_now is not None else []
+        if not batch and not running:
+            return []
         finished = {
             (event.attempt.asset_name, event.attempt.index) for event in batch if type(event) is AttemptFinished
         }
@@ -271,9 +291,14 @@ class StoreJournal:
                     rows.records.append(attempt_record_of(attempt, self._key_text_of(attempt.asset_name)))
                 if outlet:  # the outlet event joins the transaction that records the success
                     rows.outlets.append(outlet_row(attempt, text, now))
-            elif type(event) is AttemptRetrying or (event.asset_name, event.index) not in finished:
+            else:  # a retry: the attempt stays running, with the invocation that failed
                 key = (event.asset_name, event.index)
-                (updates if key in written else fresh).records.append(self._running(event))
+                (updates if key in written else fresh).records.append(self._retrying(event))
+                written.add(key)
+        for attempt in running:
+            key = (attempt.asset_name, attempt.index)
+            if key not in written and key not in finished:
+                fresh.records.append(self._running(attempt))
                 written.add(key)
         return [
             ProgressBatch(rows.records, new, attempt_rows=rows.attempts, outlet_rows=rows.outlets)
@@ -281,24 +306,30 @@ class StoreJournal:
             if rows
         ]
 
-    def _running(self, event: AttemptStarted | AttemptRetrying) -> AttemptRecord:
+    def _retrying(self, event: AttemptRetrying) -> AttemptRecord:
         key = (event.asset_name, event.index)
-        earlier = self._retries.get(key, [])
-        if type(event) is AttemptRetrying:
-            earlier = self._retries.setdefault(key, earlier)
-            earlier.append(
-                InvocationRecord(event.invocation, None, None, False, event.failure.type, event.failure.message)
-            )
-        formatter = self._key_text_of(event.asset_name)
-        key_text = formatter(event.partition_key) if formatter and event.partition_key_present else None
+        earlier = self._retries.setdefault(key, [])
+        earlier.append(InvocationRecord(event.invocation, None, None, False, event.failure.type, event.failure.message))
+        return self._record(event.asset_name, event.index, event.partition_key_present, event.partition_key, None)
+
+    def _running(self, attempt: RunningAttempt) -> AttemptRecord:
+        return self._record(
+            attempt.asset_name, attempt.index, attempt.partition_key_present, attempt.partition_key, attempt.started_at
+        )
+
+    def _record(
+        self, asset: str, index: int, key_present: bool, partition_key: Any, started_at: float | None
+    ) -> AttemptRecord:
+        """A running attempt's row, with the invocations that failed before (retries)."""
+        formatter = self._key_text_of(asset)
         return AttemptRecord(
-            asset=event.asset_name,
-            index=event.index,
-            partition_key_present=event.partition_key_present,
+            asset=asset,
+            index=index,
+            partition_key_present=key_present,
             status="running",
-            partition_key=key_text,
-            invocations=tuple(earlier),
-            started_at=event.started_at if type(event) is AttemptStarted else None,
+            partition_key=formatter(partition_key) if formatter and key_present else None,
+            invocations=tuple(self._retries.get((asset, index), ())),
+            started_at=started_at,
         )
 
     def end(self, result: RunResult) -> None:
