@@ -114,3 +114,48 @@ def test_observers_still_see_every_start_while_the_journal_reads_the_attempts_in
     assert seen.count(p.AttemptStarted) == seen.count(p.AttemptFinished) == len(keys)
     attempts = _attempts(store, result.run_id)
     assert len(attempts) == len(keys) and {a.status for a in attempts.values()} == {"success"}
+
+
+def test_a_body_the_cancellation_cut_short_is_recorded_once_as_cancelled(store: SqlStore) -> None:
+    """Its attempt ends at the cancellation while the body runs on: no later write records it running again.
+
+    An observer holds the loop right after the cancelled attempts' ends, so
+    the journal writes them before the run's own end writes; the bodies are
+    still in flight then.
+    """
+    registry = p.AssetRegistry()
+    release, started = threading.Event(), threading.Event()
+
+    @p.asset(partition_def=p.StaticPartitionDef("shards", ["a", "b"]), registry=registry)
+    def stubborn() -> None:
+        started.set()
+        release.wait(WAIT)  # outlives the grace period
+
+    class SlowAfterCancelled:
+        def on_event(self, event: Any) -> None:
+            if isinstance(event, p.AttemptFinished) and event.attempt.status is p.AttemptStatus.CANCELLED:
+                time.sleep(0.3)  # several of the journal's writes happen meanwhile
+
+    flow = p.Flow(["stubborn"], registry=registry, store=store, max_concurrency=2, cancel_grace_seconds=0.2)
+    results: list[Any] = []
+
+    def run() -> None:
+        try:
+            results.append(flow.run({"partition_keys": ["a", "b"]}, observers=[SlowAfterCancelled()]))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            results.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        assert started.wait(WAIT)
+        run_id = _until(lambda: [run.run_id for run in store.list_runs(limit=1)])[0]
+        assert p.cancel_run(run_id, store=store).outcome is p.CancelOutcome.REQUESTED
+        thread.join(WAIT)
+    finally:
+        release.set()
+        thread.join(WAIT)
+    assert isinstance(results[0], p.RunResult), results[0]  # not a StoreError at the run's end
+    assert results[0].status is p.RunStatus.CANCELLED
+    assert store.get_run(run_id).status == "cancelled"
+    assert {a.status for a in _attempts(store, run_id).values()} == {"cancelled"}

@@ -218,6 +218,7 @@ class _Run:
         return [
             RunningAttempt(task.name, index, task.partitioned, task.keys[index], started)
             for (task, index), started in in_flight.items()
+            if task.results[index] is None  # a body the cancellation cut short stays in flight; its attempt ended
         ]
 
     async def execute(self) -> RunResult:
