@@ -264,16 +264,15 @@ def test_offers_from_many_threads_are_each_settled_once():
     assert not lock.pending
 
 
-def test_the_worker_that_settles_the_last_outstanding_job_is_parked_before_the_run_ends(
+def test_the_worker_that_settles_the_last_outstanding_job_leaves_the_pool_before_the_run_ends(
     monkeypatch: pytest.MonkeyPatch,
 ):
-    """A run's end sends no stop message to that worker and waits for no hand-back (a one-key run's cost)."""
-    serving_at_shutdown = []
+    """A run's end sends that worker no stop message: it gave its thread back (a one-key run's cost)."""
+    threads_at_shutdown = []
     shutdown = workers_module.ThreadWorkers.shutdown
 
     def recording(self, wait=None):
-        with self._all_returned:
-            serving_at_shutdown.append(self._serving)
+        threads_at_shutdown.append(self._threads)  # decremented under the scheduler lock, before the run ends
         return shutdown(self, wait)
 
     monkeypatch.setattr(workers_module.ThreadWorkers, "shutdown", recording)
@@ -282,8 +281,7 @@ def test_the_worker_that_settles_the_last_outstanding_job_is_parked_before_the_r
     flow = p.Flow(["publish"], registry=registry)
     for key in _keys(20):
         assert flow.run({"partition_keys": [key]}).succeeded
-    # The loop learns of the run's end from the worker's settlement, after the worker gave its thread back.
-    assert serving_at_shutdown == [0] * 20
+    assert threads_at_shutdown == [0] * 20
 
 
 def test_a_retry_after_the_pool_fell_idle_lends_a_thread_again(monkeypatch: pytest.MonkeyPatch):

@@ -57,7 +57,7 @@ def test_an_attempt_whose_body_runs_is_recorded_running_with_its_start(store: Sq
     thread, results = _run_in_background(flow, {"partition_keys": keys})
     try:
         run_id = _until(lambda: [run.run_id for run in store.list_runs(limit=1)])[0]
-        held = _until(lambda: (_attempts(store, run_id).get(("slow", 1)) or None))
+        held = _until(lambda: _attempts(store, run_id).get(("slow", 1)) or None)
         assert held.status == "running" and held.partition_key == "2026-01-02"
         assert held.started_at is not None and abs(held.started_at - started[keys[1]]) < 1.0
         _until(lambda: {a.status for k, a in _attempts(store, run_id).items() if k[1] != 1} == {"success"})
@@ -70,27 +70,35 @@ def test_an_attempt_whose_body_runs_is_recorded_running_with_its_start(store: Sq
     assert len(attempts) == 3  # the running row became the success: no second row
 
 
-def test_an_attempt_waiting_for_its_retry_is_recorded_running_with_the_failed_invocation(store: SqlStore) -> None:
+def test_an_attempt_waiting_for_its_retry_and_then_retrying_is_recorded_running_with_each_start(
+    store: SqlStore,
+) -> None:
     registry = p.AssetRegistry()
-    calls = []
+    calls, release = [], threading.Event()
 
     @p.asset(registry=registry, retry=p.RetryPolicy(max_attempts=2, delay=1.0))
     def flaky() -> None:
         calls.append(time.time())
         if len(calls) == 1:
             raise RuntimeError("transient")
+        assert release.wait(WAIT)
 
     flow = p.Flow(["flaky"], registry=registry, store=store)
     thread, results = _run_in_background(flow, None)
     try:
         run_id = _until(lambda: [run.run_id for run in store.list_runs(limit=1)])[0]
-        waiting = _until(lambda: (_attempts(store, run_id).get(("flaky", 0)) or None))
+        waiting = _until(lambda: _attempts(store, run_id).get(("flaky", 0)) or None)
         assert len(calls) == 1  # the retry waits a second: the first write sees it waiting
         assert waiting.status == "running"
         assert [(i.number, i.succeeded, i.failure_type) for i in waiting.invocations] == [
             (1, False, "builtins.RuntimeError")
         ]
+        # The second invocation runs (held): the row shows when it began, and still the failed one.
+        retrying = _until(lambda: len(calls) == 2 and (_attempts(store, run_id)[("flaky", 0)].started_at or None))
+        assert abs(retrying - calls[1]) < 1.0
+        assert [i.number for i in _attempts(store, run_id)[("flaky", 0)].invocations] == [1]
     finally:
+        release.set()
         thread.join(WAIT)
     assert results[0].succeeded
     finished = _attempts(store, run_id)[("flaky", 0)]
@@ -159,3 +167,24 @@ def test_a_body_the_cancellation_cut_short_is_recorded_once_as_cancelled(store: 
     assert results[0].status is p.RunStatus.CANCELLED
     assert store.get_run(run_id).status == "cancelled"
     assert {a.status for a in _attempts(store, run_id).values()} == {"cancelled"}
+
+
+def test_a_failing_list_of_attempts_in_flight_loses_no_attempt(store: SqlStore, monkeypatch: Any) -> None:
+    """The list only shows progress: a write goes on without it and keeps the ends it took."""
+    from partita.execution import engine
+
+    def broken(self: Any) -> list[Any]:
+        raise RuntimeError("cannot list")
+
+    monkeypatch.setattr(engine._Run, "running_attempts", broken)
+    registry = p.AssetRegistry()
+
+    @p.asset(partition_def=p.DatePartitionDef(), registry=registry)
+    def steady() -> None:
+        time.sleep(0.001)
+
+    keys = [dt.date(2026, 3, 1) + dt.timedelta(days=offset) for offset in range(100)]
+    result = p.Flow(["steady"], registry=registry, store=store).run({"partition_keys": keys})
+    assert result.succeeded
+    attempts = _attempts(store, result.run_id)
+    assert len(attempts) == len(keys) and {a.status for a in attempts.values()} == {"success"}

@@ -213,7 +213,11 @@ class _Run:
         return self.invoker.finished
 
     def running_attempts(self) -> list[RunningAttempt]:
-        """The attempts whose body runs now, from any thread: a copy, taken at once under the interpreter's lock."""
+        """The attempts whose body runs now and that have no result yet; callable from any thread.
+
+        The flight table is copied at once (one C call under the interpreter's
+        lock); a result, once set, stays set, so an attempt left out stays out.
+        """
         in_flight = dict(self.invoker.in_flight)
         return [
             RunningAttempt(task.name, index, task.partitioned, task.keys[index], started)

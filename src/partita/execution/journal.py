@@ -35,7 +35,12 @@ class RunningAttempt(NamedTuple):
 @runtime_checkable
 class RunJournal(Protocol):
     def begin(
-        self, run_id: str, plan: FlowPlan, started_at: dt.datetime, *, running: Callable[[], list[RunningAttempt]]
+        self,
+        run_id: str,
+        plan: FlowPlan,
+        started_at: dt.datetime,
+        *,
+        running: Callable[[], list[RunningAttempt]] | None = None,
     ) -> None: ...
 
     def on_event(self, event: ExecutionEvent) -> None: ...

@@ -8,7 +8,9 @@ lazily, at most one per admitted concurrent invocation.
 
 Threads outlive runs: when a run's pool shuts down, each of its threads
 parks (`_Parking`) once its last job is done, and the next run's pool takes
-a parked thread before starting a new one. Starting a thread cost about as
+a parked thread before starting a new one. A worker that settles its pool's
+last outstanding job parks at once (`_RETIRE`), without waiting for the
+shutdown: back in the parking before the next run asks for a thread. Starting a thread cost about as
 much as the whole rest of a one-key run (a triggered consumer run, say); a
 thread parked for `PARKED_SECONDS` ends.
 """
@@ -33,7 +35,7 @@ __all__ = ["NO_LOCK", "Completion", "CompletionInbox", "SchedulerLock", "ThreadW
 Completion = tuple[Any, bool, Any, float, float]
 
 _STOP = object()
-#: Kept for a worker that settled the pool's last outstanding job: it gives its thread back at once.
+#: What `SchedulerLock.offer` returns to a worker that settled its pool's last outstanding job: park now.
 _RETIRE = object()
 #: The scheduler's lock in runs whose scheduler runs on the loop's thread alone: entering it does nothing.
 NO_LOCK: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
@@ -89,7 +91,8 @@ class SchedulerLock:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.pending: collections.deque[Completion] = collections.deque()
-        #: ``settle(batch, keep)`` settles completions; with ``keep``, the first job it starts is returned, not queued.
+        #: ``settle(batch, keep)`` settles completions; with ``keep``, the first job it starts is returned, not
+        #: queued (or `_RETIRE` when nothing is left to run).
         self.settle: Callable[[list[Completion], bool], Any] = _unbound_settle
 
     def __enter__(self) -> None:
@@ -101,7 +104,7 @@ class SchedulerLock:
             self._settle_pending(keep=False)
 
     def offer(self, completion: Completion) -> Any:
-        """Settle ``completion`` now, or leave it to the holder; returns a job started for this thread, or None."""
+        """Settle ``completion`` now, or leave it to the holder; a job started for this thread, `_RETIRE` or None."""
         self.pending.append(completion)
         return self._settle_pending(keep=True)
 
@@ -238,7 +241,10 @@ class ThreadWorkers:
         scheduler_lock.settle = self._settle_batch
 
     def _settle_batch(self, batch: list[Completion], keep: bool) -> Any:
-        """Settle successes (under the scheduler lock); with ``keep``, return the first job started instead of queueing it."""
+        """Settle successes (under the scheduler lock); with ``keep``, return the first job started instead of queueing it.
+
+        With ``keep`` and nothing started, nothing queued and nothing running, `_RETIRE`: the worker parks.
+        """
         self._outstanding -= len(batch)
         self._keep_next = keep
         try:
@@ -247,8 +253,8 @@ class ThreadWorkers:
             pass
         kept, self._kept, self._keep_next = self._kept, None, False
         if kept is None and keep and self._outstanding == 0:
-            # Nothing is queued or running: the thread goes back to the parking now, so a run's
-            # end waits for no stop message and no hand-back. A later job lends a thread again.
+            # Nothing is queued or running: the thread goes back to the parking now, without a stop
+            # message at the run's end, and is there when the next run asks. A later job lends one again.
             self._threads -= 1
             return _RETIRE
         return kept

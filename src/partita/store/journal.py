@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime as dt
+import logging
 import os
 import socket
 import threading
@@ -42,6 +43,8 @@ from partita.store.liveness import current_owner_token
 from partita.store.protocol import ProgressBatch, RunEnd, RunStart, Store
 
 __all__ = ["StoreJournal"]
+
+log = logging.getLogger("partita.store.journal")
 
 
 FLUSH_SECONDS = 0.05
@@ -171,8 +174,9 @@ class StoreJournal:
         self._retries: dict[tuple[str, int], list[InvocationRecord]] = {}
         #: The attempts in flight now (`RunJournal.begin`'s ``running``).
         self._running_now: Callable[[], list[RunningAttempt]] | None = None
-        # Attempts written as running: their next row is an update.
-        self._written: set[tuple[str, int]] = set()
+        # Attempts written as running, with the start of the invocation written (None: waiting for a
+        # retry): their next row is an update.
+        self._written: dict[tuple[str, int], float | None] = {}
         self._last_heartbeat = 0.0
 
     def _key_text_of(self, asset_name: str) -> Any:
@@ -265,8 +269,7 @@ class StoreJournal:
         """
         buffer = self._buffer
         batch = [buffer.popleft() for _ in range(len(buffer))]
-        # Read after the events: an attempt no longer in flight has its end in this batch or the next.
-        running = self._running_now() if self._running_now is not None else []
+        running = self._in_flight()
         if not batch and not running:
             return []
         finished = {
@@ -279,7 +282,7 @@ class StoreJournal:
                 attempt = event.attempt
                 key = (attempt.asset_name, attempt.index)
                 rows = updates if key in written else fresh
-                written.discard(key)
+                written.pop(key, None)
                 if self._retries:
                     self._retries.pop(key, None)
                 outlet = attempt.status is AttemptStatus.SUCCESS and attempt.asset_name not in self._producers
@@ -294,17 +297,38 @@ class StoreJournal:
             else:  # a retry: the attempt stays running, with the invocation that failed
                 key = (event.asset_name, event.index)
                 (updates if key in written else fresh).records.append(self._retrying(event))
-                written.add(key)
+                written[key] = None
         for attempt in running:
             key = (attempt.asset_name, attempt.index)
-            if key not in written and key not in finished:
+            if key in finished:
+                continue
+            if key not in written:
                 fresh.records.append(self._running(attempt))
-                written.add(key)
+            elif written[key] != attempt.started_at:  # a retry's invocation began: its start replaces the last
+                updates.records.append(self._running(attempt))
+            else:
+                continue
+            written[key] = attempt.started_at
         return [
             ProgressBatch(rows.records, new, attempt_rows=rows.attempts, outlet_rows=rows.outlets)
             for rows, new in ((fresh, True), (updates, False))
             if rows
         ]
+
+    def _in_flight(self) -> list[RunningAttempt]:
+        """The attempts in flight now, read after the buffered events were taken.
+
+        An attempt no longer in flight then has its end in those events or
+        the next ones. The list only shows progress: if reading it fails,
+        this write goes on without it rather than lose the events taken.
+        """
+        if self._running_now is None:
+            return []
+        try:
+            return self._running_now()
+        except Exception:  # noqa: BLE001 - progress display only; the attempts' ends are still written
+            log.debug("could not list the attempts in flight", exc_info=True)
+            return []
 
     def _retrying(self, event: AttemptRetrying) -> AttemptRecord:
         key = (event.asset_name, event.index)
@@ -342,6 +366,9 @@ class StoreJournal:
         _flusher.remove(self)
         with self._writing:  # waits for a flush in progress
             self._stopping = True
+        # The last attempts commit with the outcome: a short run costs one write at its end.
+        progress = [*self._unwritten, *self._take_progress()]
+        self._running_now = None  # the run's state is not kept past its end
         header = run_header_of(result)
         self._store.record_run_finished(
             RunEnd(
@@ -355,6 +382,5 @@ class StoreJournal:
                 },
                 serves_trigger_flow=self._launch.flow_name if self._launch.kind in _TRIGGERED else None,
             ),
-            # The last attempts commit with the outcome: a short run costs one write at its end.
-            [*self._unwritten, *self._take_progress()],
+            progress,
         )
