@@ -9,10 +9,10 @@ lazily, at most one per admitted concurrent invocation.
 Threads outlive runs: when a run's pool shuts down, each of its threads
 parks (`_Parking`) once its last job is done, and the next run's pool takes
 a parked thread before starting a new one. A worker that settles its pool's
-last outstanding job parks at once (`_RETIRE`), without waiting for the
-shutdown: back in the parking before the next run asks for a thread. Starting a thread cost about as
-much as the whole rest of a one-key run (a triggered consumer run, say); a
-thread parked for `PARKED_SECONDS` ends.
+last outstanding job parks at once, without waiting for the shutdown: back
+in the parking before the next run asks for a thread. Starting a thread
+cost about as much as the whole rest of a one-key run (a triggered consumer
+run, say); a thread parked for `PARKED_SECONDS` ends.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ __all__ = ["NO_LOCK", "Completion", "CompletionInbox", "SchedulerLock", "ThreadW
 # (token, succeeded, value or exception, started_at, finished_at)
 Completion = tuple[Any, bool, Any, float, float]
 
+#: Ends a worker's service of a pool: queued at shutdown, or returned by `SchedulerLock.offer` to the
+#: worker that settled the pool's last outstanding job (it parks at once).
 _STOP = object()
-#: What `SchedulerLock.offer` returns to a worker that settled its pool's last outstanding job: park now.
-_RETIRE = object()
 #: The scheduler's lock in runs whose scheduler runs on the loop's thread alone: entering it does nothing.
 NO_LOCK: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
 
@@ -92,7 +92,7 @@ class SchedulerLock:
         self._lock = threading.Lock()
         self.pending: collections.deque[Completion] = collections.deque()
         #: ``settle(batch, keep)`` settles completions; with ``keep``, the first job it starts is returned, not
-        #: queued (or `_RETIRE` when nothing is left to run).
+        #: queued (or `_STOP` when nothing is left to run).
         self.settle: Callable[[list[Completion], bool], Any] = _unbound_settle
 
     def __enter__(self) -> None:
@@ -104,7 +104,7 @@ class SchedulerLock:
             self._settle_pending(keep=False)
 
     def offer(self, completion: Completion) -> Any:
-        """Settle ``completion`` now, or leave it to the holder; a job started for this thread, `_RETIRE` or None."""
+        """Settle ``completion`` now, or leave it to the holder; a job started for this thread, `_STOP` or None."""
         self.pending.append(completion)
         return self._settle_pending(keep=True)
 
@@ -243,7 +243,7 @@ class ThreadWorkers:
     def _settle_batch(self, batch: list[Completion], keep: bool) -> Any:
         """Settle successes (under the scheduler lock); with ``keep``, return the first job started instead of queueing it.
 
-        With ``keep`` and nothing started, nothing queued and nothing running, `_RETIRE`: the worker parks.
+        With ``keep`` and nothing started, nothing queued and nothing running, `_STOP`: the worker parks.
         """
         self._outstanding -= len(batch)
         self._keep_next = keep
@@ -256,7 +256,7 @@ class ThreadWorkers:
             # Nothing is queued or running: the thread goes back to the parking now, without a stop
             # message at the run's end, and is there when the next run asks. A later job lends one again.
             self._threads -= 1
-            return _RETIRE
+            return _STOP
         return kept
 
     @property
@@ -286,7 +286,7 @@ class ThreadWorkers:
         while True:
             if job is None:
                 job = jobs.get()
-            if job is _STOP or job is _RETIRE:
+            if job is _STOP:
                 return
             token, fn, kwargs, emitter = job
             active = activate(emitter)

@@ -300,14 +300,10 @@ class StoreJournal:
                 written[key] = None
         for attempt in running:
             key = (attempt.asset_name, attempt.index)
-            if key in finished:
+            # Written already with this start: nothing new (a retry's invocation that began is).
+            if key in finished or (key in written and written[key] == attempt.started_at):
                 continue
-            if key not in written:
-                fresh.records.append(self._running(attempt))
-            elif written[key] != attempt.started_at:  # a retry's invocation began: its start replaces the last
-                updates.records.append(self._running(attempt))
-            else:
-                continue
+            (updates if key in written else fresh).records.append(self._record(*attempt))
             written[key] = attempt.started_at
         return [
             ProgressBatch(rows.records, new, attempt_rows=rows.attempts, outlet_rows=rows.outlets)
@@ -336,15 +332,13 @@ class StoreJournal:
         earlier.append(InvocationRecord(event.invocation, None, None, False, event.failure.type, event.failure.message))
         return self._record(event.asset_name, event.index, event.partition_key_present, event.partition_key, None)
 
-    def _running(self, attempt: RunningAttempt) -> AttemptRecord:
-        return self._record(
-            attempt.asset_name, attempt.index, attempt.partition_key_present, attempt.partition_key, attempt.started_at
-        )
-
     def _record(
         self, asset: str, index: int, key_present: bool, partition_key: Any, started_at: float | None
     ) -> AttemptRecord:
-        """A running attempt's row, with the invocations that failed before (retries)."""
+        """A running attempt's row, with the invocations that failed before (retries).
+
+        The parameters are a `RunningAttempt`'s fields, in order: one spreads into them.
+        """
         formatter = self._key_text_of(asset)
         return AttemptRecord(
             asset=asset,
