@@ -112,6 +112,80 @@ def test_two_daemons_are_both_woken_and_other_assets_wake_neither(tmp_path: Path
             receiver.close()
 
 
+def _woken(receiver: WakeupReceiver) -> bool:
+    """Whether a datagram reached ``receiver`` (read, so the next check starts empty)."""
+    if not select.select([receiver], [], [], 0.2)[0]:
+        return False
+    return receiver.drain()
+
+
+def test_a_writer_sends_only_to_the_daemons_that_watch_an_asset_it_wrote(tmp_path: Path) -> None:
+    database = f"{tmp_path}/partita.db"
+    raw_watcher, other_watcher = WakeupReceiver(database, ["raw"]), WakeupReceiver(database, ["other", "more"])
+    any_watcher = WakeupReceiver(database)  # no list: every asset, as a marker written before lists were
+    sender = WakeupSender(database)
+    try:
+        sender.send(["consumer"])  # a consumer run's own outlet event: nobody follows it
+        assert [_woken(raw_watcher), _woken(other_watcher), _woken(any_watcher)] == [False, False, True]
+        sender.send(["raw", "consumer"])
+        assert [_woken(raw_watcher), _woken(other_watcher), _woken(any_watcher)] == [True, False, True]
+        sender.send(["more"])
+        assert [_woken(raw_watcher), _woken(other_watcher), _woken(any_watcher)] == [False, True, True]
+        sender.send([])  # assets not named: every daemon
+        assert [_woken(raw_watcher), _woken(other_watcher), _woken(any_watcher)] == [True, True, True]
+    finally:
+        for receiver in (raw_watcher, other_watcher, any_watcher):
+            receiver.close()
+
+
+def test_a_daemon_that_starts_in_the_same_timestamp_tick_as_the_last_listing_is_still_woken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two markers created within the folder's mtime granularity leave one mtime: the sender lists again."""
+    import partita.store.local_wakeup as local_wakeup
+
+    database = f"{tmp_path}/partita.db"
+    first = WakeupReceiver(database, ["raw"])
+    sender = WakeupSender(database)
+    second = None
+    real_stat = local_wakeup.os.stat
+    frozen = real_stat(wakeup_folder(database))
+
+    def stat(path: object, *args: object, **kwargs: object) -> object:
+        return frozen if str(path) == str(wakeup_folder(database)) else real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    try:
+        monkeypatch.setattr(local_wakeup.os, "stat", stat)  # the folder's mtime never moves
+        monkeypatch.setattr(local_wakeup, "_MTIME_GRANULARITY_NS", 10**18)  # every listing is that recent
+        sender.send(["raw"])
+        assert _woken(first)
+        second = WakeupReceiver(database, ["raw"])
+        sender.send(["raw"])
+        assert _woken(first) and _woken(second)
+    finally:
+        for receiver in (first, second):
+            if receiver is not None:
+                receiver.close()
+
+
+def test_a_marker_is_never_seen_half_written(tmp_path: Path) -> None:
+    """The list is written aside and renamed: the folder only ever holds whole markers (and drafts, skipped)."""
+    database = f"{tmp_path}/partita.db"
+    receiver = WakeupReceiver(database, ["b", "a"])
+    try:
+        folder = wakeup_folder(database)
+        assert [path.name for path in folder.iterdir()] == [receiver._name]  # noqa: SLF001 - no draft left
+        assert (folder / receiver._name).read_text() == "a\nb"  # noqa: SLF001
+        (folder / ".draft-of-a-starting-daemon").write_text("ra")  # half written: not a daemon yet
+        sender = WakeupSender(database)
+        sender.send(["ra"])
+        sender.send(["a"])
+        assert _woken(receiver)
+        assert list(sender._current_targets()) == [receiver._name]  # noqa: SLF001
+    finally:
+        receiver.close()
+
+
 def test_without_a_writable_wakeup_folder_the_daemon_polls(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     wakeup_folder(f"{tmp_path}/partita.db").write_text("not a folder")  # the folder cannot be made
     started = threading.Event()

@@ -183,7 +183,7 @@ class TriggerDaemon:
         if path is None or not local_wakeup_supported():
             return
         try:
-            self._local = WakeupReceiver(path)
+            self._local = WakeupReceiver(path, self.watched_assets)
         except OSError as exc:
             log.warning("no local wake-up beside %s, polling only: %s", path, exc, extra={"daemon": self.daemon_id})
 

@@ -7,7 +7,10 @@ file naming it in ``<database file>.wakeup/`` beside the database. Every
 commit that inserts events sends one byte to each socket named there; the
 daemon's wait ends and it evaluates at once. The byte string names the
 assets written (comma-separated; empty: any), so a daemon whose triggers
-follow none of them sleeps on.
+follow none of them sleeps on. The marker lists the assets its daemon
+watches (one per line; empty: any), and a writer sends only to the daemons
+that watch an asset it wrote: a consumer run's own outlet events, which
+its daemon does not follow, wake nobody.
 
 A wake-up is a shortcut, never the record: sending never blocks and never
 fails a commit, a full socket buffer already means a pending wake-up, and
@@ -24,6 +27,7 @@ import os
 import socket
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,6 +37,8 @@ __all__ = ["WakeupReceiver", "WakeupSender", "local_wakeup_supported", "wakeup_f
 _PREFIX = b"\0partita-wakeup-"
 #: Longer lists of asset names are sent as an empty message: any asset.
 _MAX_MESSAGE = 2048
+#: A folder changed less than this long before it was listed may change again with the same mtime.
+_MTIME_GRANULARITY_NS = 50_000_000
 
 
 def local_wakeup_supported() -> bool:
@@ -52,19 +58,24 @@ def _address(name: str) -> bytes:
 class WakeupReceiver:
     """A serving daemon's end: a socket to select on and its marker beside the database.
 
-    Raises `OSError` when the folder cannot be written; the caller then polls.
+    ``watched`` names the assets whose events wake it (None: any). Raises
+    `OSError` when the folder cannot be written; the caller then polls.
     """
 
-    def __init__(self, database_file: str) -> None:
+    def __init__(self, database_file: str, watched: Iterable[str] | None = None) -> None:
         self._folder = wakeup_folder(database_file)
         self._folder.mkdir(mode=0o700, exist_ok=True)
         self._name = uuid.uuid4().hex
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._marker = self._folder / self._name
         try:
             self._socket.bind(_address(self._name))
             self._socket.setblocking(False)
-            self._marker = self._folder / self._name
-            self._marker.touch()  # touching changes the folder's mtime: senders read it again
+            # Written aside and renamed: a sender never reads half a list. The rename changes the
+            # folder's mtime, so senders read it again.
+            draft = self._folder / f".{self._name}"
+            draft.write_text("" if watched is None else "\n".join(sorted(set(watched))))
+            os.replace(draft, self._marker)
         except BaseException:
             self._socket.close()
             raise
@@ -89,12 +100,15 @@ class WakeupReceiver:
 
 
 class WakeupSender:
-    """A writer's end: after a commit of events, one byte to every daemon serving the same database file.
+    """A writer's end: after a commit of events, one datagram to each daemon that watches one of their assets.
 
-    The folder's listing is read again only when its mtime changes (a daemon
-    started or stopped), so a send costs one ``stat`` and one ``sendto`` per
-    daemon. Where no daemon ever served the database, the folder is missing,
-    and asking whether it exists is cheaper than a failing ``stat``: every
+    The folder's markers are read again only when its mtime changes (a
+    daemon started or stopped), so a send costs one ``stat`` and one
+    ``sendto`` per daemon woken. A listing taken within the filesystem's
+    timestamp granularity of its last change is read again at the next
+    send: a daemon that started in the same tick leaves the same mtime.
+    Where no daemon ever served the database, the folder is missing, and
+    asking whether it exists is cheaper than a failing ``stat``: every
     emission pays for this check.
     """
 
@@ -102,30 +116,37 @@ class WakeupSender:
         self._folder = str(wakeup_folder(database_file))  # a str: os calls on a Path convert it each time
         self._lock = threading.Lock()
         self._seen_mtime: int | None = None
-        self._targets: tuple[str, ...] = ()
+        #: Per daemon's socket name, the assets it watches (None: any).
+        self._targets: dict[str, frozenset[str] | None] = {}
         self._socket: socket.socket | None = None
 
-    def _current_targets(self) -> tuple[str, ...]:
+    def _current_targets(self) -> dict[str, frozenset[str] | None]:
         if self._seen_mtime is None and not os.access(self._folder, os.F_OK):
-            return ()  # no daemon ever served this database here
+            return {}  # no daemon ever served this database here
         try:
             mtime = os.stat(self._folder).st_mtime_ns
         except OSError:
             self._seen_mtime = None
-            self._targets = ()
-            return ()  # the folder is gone
+            self._targets = {}
+            return {}  # the folder is gone
         if mtime != self._seen_mtime:
             with contextlib.suppress(OSError):
-                self._targets = tuple(entry.name for entry in os.scandir(self._folder))
-                self._seen_mtime = mtime
+                self._targets = _markers(self._folder)
+                settled = time.time_ns() - mtime > _MTIME_GRANULARITY_NS
+                self._seen_mtime = mtime if settled else -1
         return self._targets
 
     def send(self, assets: Iterable[str] = ()) -> None:
-        """Wake every daemon serving this database for events of ``assets``; never raises, never blocks."""
-        targets = self._current_targets()
+        """Wake the daemons serving this database that watch one of ``assets``; never raises, never blocks."""
+        written = frozenset(assets)
+        targets = [
+            name
+            for name, watched in self._current_targets().items()
+            if watched is None or not written or not watched.isdisjoint(written)
+        ]
         if not targets:
             return
-        message = ",".join(sorted(set(assets))).encode("utf-8")
+        message = ",".join(sorted(written)).encode("utf-8")
         if len(message) > _MAX_MESSAGE:
             message = b""
         with self._lock:
@@ -153,3 +174,22 @@ class WakeupSender:
             if self._socket is not None:
                 self._socket.close()
                 self._socket = None
+
+
+def _markers(folder: str) -> dict[str, frozenset[str] | None]:
+    """The daemons named in ``folder``, each with the assets it watches (None: any, as an empty marker says).
+
+    A marker being written (its name starts with a dot) is not a daemon yet;
+    one removed while the folder is read is left out.
+    """
+    targets: dict[str, frozenset[str] | None] = {}
+    for entry in os.scandir(folder):
+        if entry.name.startswith("."):
+            continue
+        try:
+            with open(entry.path, encoding="utf-8") as marker:
+                listed = marker.read().split()
+        except OSError:
+            continue
+        targets[entry.name] = frozenset(listed) if listed else None
+    return targets
