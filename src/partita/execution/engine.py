@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import logging
 import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -49,6 +50,8 @@ from partita.planning.plan import FlowPlan
 from partita.results.model import Invocation, RunResult
 
 __all__ = ["DEFAULT_MAX_CONCURRENCY", "RunOptions", "execute_plan", "new_run_id"]
+
+log = logging.getLogger("partita.execution")
 
 #: Invocation limit when neither the flow nor the run sets one.
 DEFAULT_MAX_CONCURRENCY = min(32, (os.cpu_count() or 1) + 4)
@@ -256,6 +259,9 @@ class _Run:
             if not self._only_cancelled_from_outside():
                 raise
             return result  # asked through RunOptions.cancellation: the caller gets the cancelled result
+        except BaseException as fault:
+            self._record_fault(started_at, fault)
+            raise
         finally:
             with self.scheduler:  # whatever ended the run, workers settle nothing more of it
                 self.dispatcher.cancelling = True
@@ -345,6 +351,29 @@ class _Run:
             return False
         task = asyncio.current_task()
         return task is not None and task.uncancel() == 0
+
+    def _record_fault(self, started_at: dt.datetime, fault: BaseException) -> None:
+        """A scheduler fault ends the run: observers and the store see it end, its unfinished attempts failed by the fault.
+
+        Otherwise the run stayed ``running`` for as long as its process lived
+        (its heartbeat went on), and the trigger requests it served stayed
+        claimed. The caller still gets the fault; a store that refuses this
+        record too is logged, and liveness marks the run interrupted once the
+        process exits.
+        """
+        with self.scheduler:  # workers settle nothing more of the run
+            self.dispatcher.cancelling = True
+            self.invoker.finished = True
+            self.results.fail_unfinished(fault)
+            result = self._result(started_at)
+        self.observers.emit(RunFinished(result))
+        journal = self.options.journal
+        if journal is None:
+            return
+        try:
+            journal.end(result)
+        except Exception as error:  # noqa: BLE001 - the fault is what the caller must see
+            log.error("run %s: its end after a scheduler fault could not be recorded: %s", self.run_id, error)
 
     def _result(self, started_at: dt.datetime) -> RunResult:
         return self.results.build(started_at, () if self.callbacks is None else self.callbacks.errors)

@@ -123,20 +123,30 @@ class RunResultBuilder:
         for task in self._tasks:
             if task.deferred and task.size == 0:
                 task.empty_reason = SkipReason.CANCELLED  # the discovery never finished
+        self._end_unfinished(AttemptStatus.CANCELLED, _CUT_SHORT, reason=SkipReason.CANCELLED)
+
+    def fail_unfinished(self, fault: BaseException) -> None:
+        """After a scheduler fault: every attempt without a result failed with it."""
+        failure = FailureInfo.from_exception(fault)
+        self._end_unfinished(AttemptStatus.FAILED, failure, exception=fault, failure=failure)
+
+    def _end_unfinished(self, status: AttemptStatus, cut_short: FailureInfo, **fields: Any) -> None:
+        """Give every attempt without a result ``status``, and tell the observers (the journal among them)."""
+        for task in self._tasks:
             for key_index in range(task.size):
                 if task.results[key_index] is None:
-                    cancelled = attempt_result(
+                    ended = attempt_result(
                         task,
                         key_index,
-                        AttemptStatus.CANCELLED,
-                        reason=SkipReason.CANCELLED,
-                        invocations=self._cancelled_invocations((task, key_index)),
+                        status,
+                        invocations=self._unfinished_invocations((task, key_index), cut_short),
+                        **fields,
                     )
-                    task.results[key_index] = cancelled
-                    self._observers.emit(AttemptFinished(self._run_id, cancelled))
+                    task.results[key_index] = ended
+                    self._observers.emit(AttemptFinished(self._run_id, ended))
 
-    def _cancelled_invocations(self, token: Token) -> tuple[Invocation, ...]:
-        """Earlier invocations, plus the one the cancellation cut short if the body had started.
+    def _unfinished_invocations(self, token: Token, cut_short: FailureInfo) -> tuple[Invocation, ...]:
+        """Earlier invocations, plus the one the run's end cut short (``cut_short``) if the body had started.
 
         An attempt with no invocations never started.
         """
@@ -144,4 +154,4 @@ class RunResultBuilder:
         started = self._in_flight.get(token)
         if started is None:
             return earlier
-        return (*earlier, Invocation(len(earlier) + 1, started, max(started, time.time()), False, _CUT_SHORT))
+        return (*earlier, Invocation(len(earlier) + 1, started, max(started, time.time()), False, cut_short))

@@ -1,0 +1,124 @@
+"""A run whose scheduler faults still ends in the store (`partita.execution.engine`).
+
+The fault is a bug in partita's own settling, not in an asset: the run
+raises it. Before, the run's record stayed ``running`` for as long as the
+process lived (its heartbeat went on), and the trigger requests a consumer
+run served stayed claimed, so their keys never ran again while the daemon
+lived.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+from typing import Any
+
+import pytest
+
+import partita as p
+from partita.automation.daemon import TriggerDaemon
+from partita.errors import StoreError
+from partita.execution import readiness as readiness_module
+from partita.store.journal import StoreJournal
+from partita.store.sql import SqlStore
+from partita.store.triggers import TriggerStore
+
+DAYS = p.DatePartitionDef(start="2001-01-01")
+KEYS = [dt.date(2001, 1, 1) + dt.timedelta(days=offset) for offset in range(20)]
+
+
+def _chain(registry: p.AssetRegistry) -> None:
+    @p.asset(partition_def=DAYS, registry=registry)
+    def extract() -> int:
+        return 1
+
+    @p.asset(partition_def=DAYS, registry=registry)
+    def publish(extract: int) -> int:
+        return extract
+
+
+def _fault_at_walk(monkeypatch: pytest.MonkeyPatch, walk: int) -> None:
+    """The ``walk``-th edge walk of settling raises, as a bug there would."""
+    original, walks = readiness_module.Readiness.decrement, [0]
+
+    def failing(self: Any, consumer: Any, key_index: int, blocker: Any) -> Any:
+        walks[0] += 1
+        if walks[0] == walk:
+            raise RuntimeError("scheduler bug")
+        return original(self, consumer, key_index, blocker)
+
+    monkeypatch.setattr(readiness_module.Readiness, "decrement", failing)
+
+
+def _attempts(store: SqlStore, run_id: str) -> list[Any]:
+    return [attempt for task in store.get_tasks(run_id) for attempt in task.attempts]
+
+
+def test_a_faulted_run_is_recorded_failed_with_its_unfinished_attempts_failed_by_the_fault(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = p.AssetRegistry()
+    _chain(registry)
+    _fault_at_walk(monkeypatch, 5)
+    flow = p.Flow(["publish"], registry=registry, store=store, max_concurrency=2)
+
+    with pytest.raises(RuntimeError, match="scheduler bug"):  # the caller still gets the fault
+        flow.run({"partition_keys": KEYS})
+
+    [run] = store.list_runs(limit=5)
+    assert store.get_run(run.run_id).status == "failed"
+    attempts = _attempts(store, run.run_id)
+    assert len(attempts) == 2 * len(KEYS)  # every planned attempt recorded once, none left running
+    statuses = {attempt.status for attempt in attempts}
+    assert statuses <= {"success", "failed"} and "failed" in statuses
+    failed = [attempt for attempt in attempts if attempt.status == "failed"]
+    assert all("scheduler bug" in attempt.failure.message for attempt in failed)
+
+
+def test_a_fault_whose_end_the_store_refuses_is_logged_and_the_fault_still_raised(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = p.AssetRegistry()
+    _chain(registry)
+    _fault_at_walk(monkeypatch, 3)
+
+    def refused(self: StoreJournal, result: p.RunResult) -> None:
+        raise StoreError("the store is gone")
+
+    monkeypatch.setattr(StoreJournal, "end", refused)
+    flow = p.Flow(["publish"], registry=registry, store=store)
+    with caplog.at_level(logging.ERROR, logger="partita.execution"), pytest.raises(RuntimeError, match="scheduler"):
+        flow.run({"partition_keys": KEYS})
+    assert "could not be recorded: the store is gone" in caplog.text
+
+
+def test_a_consumer_run_that_faults_finishes_its_request_instead_of_holding_it_claimed(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = p.AssetRegistry()
+
+    @p.asset(partition_def=DAYS, registry=registry)
+    def raw() -> int:
+        return 1
+
+    @p.asset(partition_def=DAYS, registry=registry)
+    def consumer() -> None:
+        """Settling its success walks no edge: the fault comes from settling the run's own attempt."""
+
+    @p.asset(partition_def=DAYS, registry=registry)
+    def downstream(consumer: None) -> None:
+        pass
+
+    flow = p.Flow(["downstream"], registry=registry, name="faulty", trigger=p.OnAssetEvents(["raw"]))
+    p.publish_event(store, registry, "raw", partition_key="2001-01-01")
+    _fault_at_walk(monkeypatch, 1)
+    daemon = TriggerDaemon([flow], store, max_in_flight=1)
+    with contextlib.suppress(Exception):
+        daemon.run_once()
+
+    counts = TriggerStore(store).request_counts("faulty")
+    assert counts.get("claimed", 0) == 0, counts  # its run ended: the request is not held
+    assert counts.get("finished") == 1, counts
+    [run] = store.list_runs(limit=5)
+    assert store.get_run(run.run_id).status == "failed"
