@@ -138,12 +138,11 @@ class WakeupSender:
 
     def send(self, assets: Iterable[str] = ()) -> None:
         """Wake the daemons serving this database that watch one of ``assets``; never raises, never blocks."""
+        daemons = self._current_targets()
+        if not daemons:
+            return  # every emission pays for this call: where no daemon serves, it stops here
         written = frozenset(assets)
-        targets = [
-            name
-            for name, watched in self._current_targets().items()
-            if watched is None or not written or not watched.isdisjoint(written)
-        ]
+        targets = [name for name, watched in daemons.items() if watched is None or not written or watched & written]
         if not targets:
             return
         message = ",".join(sorted(written)).encode("utf-8")
