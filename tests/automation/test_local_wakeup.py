@@ -168,20 +168,68 @@ def test_a_daemon_that_starts_in_the_same_timestamp_tick_as_the_last_listing_is_
                 receiver.close()
 
 
-def test_a_marker_is_never_seen_half_written(tmp_path: Path) -> None:
-    """The list is written aside and renamed: the folder only ever holds whole markers (and drafts, skipped)."""
+def test_a_marker_is_never_seen_half_written_and_a_dot_name_is_never_a_daemon(tmp_path: Path) -> None:
+    """The list is written beside the folder and renamed into it; names starting with a dot are left alone."""
+    from partita.store.local_wakeup import _markers
+
     database = f"{tmp_path}/partita.db"
     receiver = WakeupReceiver(database, ["b", "a"])
     try:
         folder = wakeup_folder(database)
-        assert [path.name for path in folder.iterdir()] == [receiver._name]  # noqa: SLF001 - no draft left
+        assert [path.name for path in folder.iterdir()] == [receiver._name]  # noqa: SLF001
         assert (folder / receiver._name).read_text() == "a\nb"  # noqa: SLF001
-        (folder / ".draft-of-a-starting-daemon").write_text("ra")  # half written: not a daemon yet
+        assert list(tmp_path.glob("*.draft")) == []  # no draft left beside the folder
+        (folder / ".not-a-daemon").write_text("ra")
+        assert list(_markers(str(folder))) == [receiver._name]  # noqa: SLF001
         sender = WakeupSender(database)
         sender.send(["ra"])
         sender.send(["a"])
         assert _woken(receiver)
-        assert list(sender._current_targets()) == [receiver._name]  # noqa: SLF001
+        assert (folder / ".not-a-daemon").exists()  # never sent to, so never taken for a dead daemon
+    finally:
+        receiver.close()
+
+
+def test_a_dead_daemons_marker_is_removed_when_the_folder_is_listed_whatever_it_watched(tmp_path: Path) -> None:
+    database = f"{tmp_path}/partita.db"
+    folder = wakeup_folder(database)
+    folder.mkdir()
+    (folder / ("0" * 32)).write_text("other")  # killed before it could remove its marker; no writer sends to it
+    live = WakeupReceiver(database, ["raw"])
+    try:
+        WakeupSender(database).send(["raw"])
+        assert _woken(live)
+        assert sorted(path.name for path in folder.iterdir()) == [live._name]  # noqa: SLF001
+    finally:
+        live.close()
+
+
+def test_a_settled_listing_is_not_read_again_until_the_folder_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import partita.store.local_wakeup as local_wakeup
+
+    database = f"{tmp_path}/partita.db"
+    receiver = WakeupReceiver(database, ["raw"])
+    listings: list[int] = []
+    markers = local_wakeup._markers
+
+    def counted(folder: str) -> object:
+        listings.append(1)
+        return markers(folder)
+
+    monkeypatch.setattr(local_wakeup, "_markers", counted)
+    monkeypatch.setattr(local_wakeup, "_MTIME_GRANULARITY_NS", -1)  # every listing counts as settled
+    sender = WakeupSender(database)
+    try:
+        for _ in range(5):
+            sender.send(["raw"])
+        assert len(listings) == 1  # one stat per send, one listing in all
+        time.sleep(0.05)  # past the filesystem's timestamp tick: the change shows in the mtime
+        other = WakeupReceiver(database, ["raw"])
+        sender.send(["raw"])
+        assert len(listings) == 2 and _woken(other)
+        other.close()
     finally:
         receiver.close()
 

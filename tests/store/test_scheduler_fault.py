@@ -9,7 +9,6 @@ lived.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import logging
 from typing import Any
@@ -19,7 +18,10 @@ import pytest
 import partita as p
 from partita.automation.daemon import TriggerDaemon
 from partita.errors import StoreError
+from partita.execution import discovery as discovery_module
+from partita.execution import engine as engine_module
 from partita.execution import readiness as readiness_module
+from partita.execution import run_result as run_result_module
 from partita.store.journal import StoreJournal
 from partita.store.sql import SqlStore
 from partita.store.triggers import TriggerStore
@@ -53,6 +55,17 @@ def _fault_at_walk(monkeypatch: pytest.MonkeyPatch, walk: int) -> None:
 
 def _attempts(store: SqlStore, run_id: str) -> list[Any]:
     return [attempt for task in store.get_tasks(run_id) for attempt in task.attempts]
+
+
+class Ends:
+    """The results observers are given when a run ends."""
+
+    def __init__(self) -> None:
+        self.results: list[p.RunResult] = []
+
+    def on_event(self, event: object) -> None:
+        if isinstance(event, p.RunFinished):
+            self.results.append(event.result)
 
 
 def test_a_faulted_run_is_recorded_failed_with_its_unfinished_attempts_failed_by_the_fault(
@@ -90,7 +103,74 @@ def test_a_fault_whose_end_the_store_refuses_is_logged_and_the_fault_still_raise
     flow = p.Flow(["publish"], registry=registry, store=store)
     with caplog.at_level(logging.ERROR, logger="partita.execution"), pytest.raises(RuntimeError, match="scheduler"):
         flow.run({"partition_keys": KEYS})
-    assert "could not be recorded: the store is gone" in caplog.text
+    assert "was not recorded: the store is gone" in caplog.text
+
+
+def test_a_fault_after_every_attempt_succeeded_still_records_the_run_failed(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No attempt is left to fail, yet the run raised: it is not recorded a success."""
+    registry = p.AssetRegistry()
+    _chain(registry)
+
+    async def broken(*args: object, **kwargs: object) -> p.RunResult:
+        raise RuntimeError("scheduler bug in the flow callbacks")
+
+    monkeypatch.setattr(engine_module, "run_flow_callbacks", broken)
+    ends = Ends()
+    with pytest.raises(RuntimeError, match="flow callbacks"):
+        p.Flow(["publish"], registry=registry, store=store).run({"partition_keys": KEYS[:3]}, observers=[ends])
+
+    [run] = store.list_runs(limit=5)
+    assert store.get_run(run.run_id).status == "failed"
+    assert {attempt.status for attempt in _attempts(store, run.run_id)} == {"success"}
+    assert [result.status for result in ends.results] == [p.RunStatus.FAILED]
+
+
+def test_a_fault_during_discovery_fails_the_run_and_names_the_keys_never_discovered(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = p.AssetRegistry()
+    domain = p.PartitionAtRuntime("tenants")
+
+    @p.asset(partition_def=domain, registry=registry)
+    def tenants(context: p.AssetContext) -> None:
+        context.partition_keys = ["a", "b"]
+
+    @p.asset(partition_def=domain, registry=registry)
+    def load(tenants: object) -> None:
+        pass
+
+    def broken(self: object, task: object, keys: object) -> None:
+        raise RuntimeError("scheduler bug in the fan-out")
+
+    monkeypatch.setattr(discovery_module.FanOut, "_size", broken)
+    ends = Ends()
+    with pytest.raises(RuntimeError, match="fan-out"):
+        p.Flow(["load"], registry=registry, store=store).run(observers=[ends])
+
+    [result] = ends.results
+    assert result.status is p.RunStatus.FAILED
+    assert result.tasks["load"].attempts == ()
+    assert result.tasks["load"].reason is p.SkipReason.PARTITION_NOT_DISCOVERED  # not "no partition keys"
+    [run] = store.list_runs(limit=5)
+    assert store.get_run(run.run_id).status == "failed"
+
+
+def test_a_second_error_while_ending_a_faulted_run_never_hides_the_fault(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = p.AssetRegistry()
+    _chain(registry)
+    _fault_at_walk(monkeypatch, 3)
+
+    def broken(self: object, fault: BaseException) -> None:
+        raise ValueError("the state the fault left")
+
+    monkeypatch.setattr(run_result_module.RunResultBuilder, "fail_unfinished", broken)
+    with caplog.at_level(logging.ERROR, logger="partita.execution"), pytest.raises(RuntimeError, match="scheduler"):
+        p.Flow(["publish"], registry=registry, store=store).run({"partition_keys": KEYS})
+    assert "no result could be built after its scheduler fault" in caplog.text
 
 
 def test_a_consumer_run_that_faults_finishes_its_request_instead_of_holding_it_claimed(
@@ -104,7 +184,7 @@ def test_a_consumer_run_that_faults_finishes_its_request_instead_of_holding_it_c
 
     @p.asset(partition_def=DAYS, registry=registry)
     def consumer() -> None:
-        """Settling its success walks no edge: the fault comes from settling the run's own attempt."""
+        """Settling its success walks the edge to ``downstream``: that walk faults."""
 
     @p.asset(partition_def=DAYS, registry=registry)
     def downstream(consumer: None) -> None:
@@ -114,8 +194,8 @@ def test_a_consumer_run_that_faults_finishes_its_request_instead_of_holding_it_c
     p.publish_event(store, registry, "raw", partition_key="2001-01-01")
     _fault_at_walk(monkeypatch, 1)
     daemon = TriggerDaemon([flow], store, max_in_flight=1)
-    with contextlib.suppress(Exception):
-        daemon.run_once()
+    daemon.run_once()  # the consumer run's fault is logged; the daemon goes on
+    assert (daemon.succeeded_runs, daemon.failed_runs, daemon.unstarted_runs) == (0, 0, 1)
 
     counts = TriggerStore(store).request_counts("faulty")
     assert counts.get("claimed", 0) == 0, counts  # its run ended: the request is not held

@@ -128,7 +128,8 @@ class TriggerDaemon:
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_in_flight, thread_name_prefix="partita-consumer", initializer=self._loops.keep
         )
-        #: Consumer runs started, and claimed runs whose start the store refused (their requests stay pending).
+        #: Consumer runs started, and claimed runs whose start the store refused (their requests stay pending)
+        #: or that raised an unexpected error (a bug; such a run that had started is recorded failed).
         self.started_runs = 0
         self.unstarted_runs = 0
         #: Started consumer runs by outcome: succeeded, or failed (an asset failed, or the run was cancelled).
@@ -464,7 +465,7 @@ def _run_consumer(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]) ->
     try:
         result = run_request(evaluator, claimed)
     except BaseException:
-        log.exception("consumer run did not start: an unexpected error", extra=fields)
+        log.exception("consumer run raised an unexpected error", extra=fields)  # recorded failed if it had started
         raise
     if result is None:  # run_request logged why; the request stays pending or is abandoned
         log.warning("consumer run did not start", extra=fields)

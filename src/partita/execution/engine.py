@@ -236,7 +236,6 @@ class _Run:
         invoker.drained = asyncio.Event()
         self.callbacks = callbacks = CallbackRunner(loop)
         self.settlement.asset_callback = AssetCallbacks(self.run_id, callbacks, self.emitters.for_attempt).call
-        journal = self.options.journal
         self._start_executor_and_journal(loop, started_at)
         logs = self.options.logs
         if logs is not None:
@@ -246,6 +245,7 @@ class _Run:
         self._accept_cancellation(loop)
         if self.pools is not None:
             self.pools.start(loop, self.dispatcher.dispatch, self._pool_refused)
+        fault: Exception | None = None
         try:
             await self._settle_every_attempt()
             await callbacks.drain()
@@ -253,19 +253,15 @@ class _Run:
         except asyncio.CancelledError:
             self._cancellable = False  # a request during the grace period must not cut it short
             result = await self._cancel(started_at)
-            self.observers.emit(RunFinished(result))
-            if journal is not None:
-                journal.end(result)
+            self._record_end(result)
             if not self._only_cancelled_from_outside():
                 raise
             return result  # asked through RunOptions.cancellation: the caller gets the cancelled result
-        except BaseException as fault:
-            self._record_fault(started_at, fault)
-            raise
+        except Exception as error:  # a scheduler fault: recorded once the run is cleaned up, then raised
+            fault, result = error, self._faulted_result(started_at, error)  # type: ignore[assignment]
         finally:
             with self.scheduler:  # whatever ended the run, workers settle nothing more of it
-                self.dispatcher.cancelling = True
-                self.invoker.finished = True
+                self._stop_settling()
             self._cancellable = False
             if self.options.cancellation is not None:
                 self.options.cancellation.unbind()
@@ -279,15 +275,37 @@ class _Run:
             callbacks.shutdown()
             if self.reuse is not None:
                 self.reuse.shutdown()
-        self.observers.emit(RunFinished(result))
-        if journal is not None:
-            try:
-                # Synchronously: the run is over, and a thread hop costs more than the final flush.
-                journal.end(result)
-            except PartitaError as error:
-                error.result = result  # type: ignore[attr-defined]
-                raise
+        if result is not None:
+            self._record_end(result, fault)
+        if fault is not None:
+            raise fault
         return result
+
+    def _record_end(self, result: RunResult, fault: Exception | None = None) -> None:
+        """Tell the observers and the journal that the run ended.
+
+        A journal that fails raises (a `PartitaError` carries the result),
+        unless the run ended on a scheduler fault: the fault is what the
+        caller must see, and the failure is logged.
+        """
+        self.observers.emit(RunFinished(result))
+        journal = self.options.journal
+        if journal is None:
+            return
+        try:
+            # Synchronously: the run is over, and a thread hop costs more than the final flush.
+            journal.end(result)
+        except Exception as error:
+            if fault is None:
+                if isinstance(error, PartitaError):
+                    error.result = result  # type: ignore[attr-defined]
+                raise
+            log.error("run %s: its end after a scheduler fault was not recorded: %s", self.run_id, error, exc_info=True)
+
+    def _stop_settling(self) -> None:
+        """With the scheduler held: workers settle nothing more of the run, and nothing more starts."""
+        self.dispatcher.cancelling = True
+        self.invoker.finished = True
 
     async def _settle_every_attempt(self) -> None:
         """Release the attempts that wait on nothing and wait until the last attempt has settled."""
@@ -352,31 +370,29 @@ class _Run:
         task = asyncio.current_task()
         return task is not None and task.uncancel() == 0
 
-    def _record_fault(self, started_at: dt.datetime, fault: BaseException) -> None:
-        """A scheduler fault ends the run: observers and the store see it end, its unfinished attempts failed by the fault.
+    def _faulted_result(self, started_at: dt.datetime, fault: Exception) -> RunResult | None:
+        """The result a scheduler fault leaves: ``failed``, each attempt without an outcome failed by the fault.
 
-        Otherwise the run stayed ``running`` for as long as its process lived
-        (its heartbeat went on), and the trigger requests it served stayed
-        claimed. The caller still gets the fault; a store that refuses this
-        record too is logged, and liveness marks the run interrupted once the
-        process exits.
+        Without it the store showed the run ``running`` for as long as its
+        process lived (its heartbeat went on), and the trigger requests it
+        served stayed claimed. Built from a state the fault may have broken:
+        if that raises too, it is logged and nothing is recorded (the run
+        shows ``interrupted`` once its process exits).
         """
-        with self.scheduler:  # workers settle nothing more of the run
-            self.dispatcher.cancelling = True
-            self.invoker.finished = True
-            self.results.fail_unfinished(fault)
-            result = self._result(started_at)
-        self.observers.emit(RunFinished(result))
-        journal = self.options.journal
-        if journal is None:
-            return
         try:
-            journal.end(result)
-        except Exception as error:  # noqa: BLE001 - the fault is what the caller must see
-            log.error("run %s: its end after a scheduler fault could not be recorded: %s", self.run_id, error)
+            with self.scheduler:
+                self._stop_settling()
+                self.invoker.cancel_async_bodies()
+                self.settlement.cancel_retries()
+                self.results.fail_unfinished(fault)
+                return self._result(started_at, failed=True)
+        except Exception:
+            log.exception("run %s: no result could be built after its scheduler fault", self.run_id)
+            return None
 
-    def _result(self, started_at: dt.datetime) -> RunResult:
-        return self.results.build(started_at, () if self.callbacks is None else self.callbacks.errors)
+    def _result(self, started_at: dt.datetime, *, failed: bool = False) -> RunResult:
+        errors = () if self.callbacks is None else self.callbacks.errors
+        return self.results.build(started_at, errors, failed=failed)
 
     async def _finish_with_flow_callbacks(self, started_at: dt.datetime) -> RunResult:
         assert self.callbacks is not None

@@ -71,7 +71,10 @@ class RunResultBuilder:
         self._in_flight = in_flight
         self._logs = logs
 
-    def build(self, started_at: dt.datetime, callback_errors: Sequence[CallbackError]) -> RunResult:
+    def build(
+        self, started_at: dt.datetime, callback_errors: Sequence[CallbackError], *, failed: bool = False
+    ) -> RunResult:
+        """The result as the attempts stand; ``failed`` whatever they say (a scheduler fault ended the run)."""
         tasks: dict[str, TaskResult] = {}
         any_failed = any_cancelled = False
         for task in self._tasks:
@@ -85,6 +88,7 @@ class RunResultBuilder:
             if task.partitioned and task.size == 0:
                 empty_reason = task.empty_reason or SkipReason.NO_PARTITION_KEYS
             tasks[task.name] = TaskResult(task.name, task.partitioned, attempts, empty_reason)
+        any_failed = any_failed or failed
         status = RunStatus.CANCELLED if any_cancelled else RunStatus.FAILED if any_failed else RunStatus.SUCCESS
         events, events_error = self._published_events()
         return RunResult(
@@ -126,7 +130,10 @@ class RunResultBuilder:
         self._end_unfinished(AttemptStatus.CANCELLED, _CUT_SHORT, reason=SkipReason.CANCELLED)
 
     def fail_unfinished(self, fault: BaseException) -> None:
-        """After a scheduler fault: every attempt without a result failed with it."""
+        """After a scheduler fault: every attempt without a result failed with it (a discovery left unfinished too)."""
+        for task in self._tasks:
+            if task.deferred and task.size == 0:
+                task.empty_reason = SkipReason.PARTITION_NOT_DISCOVERED  # its producer's discovery never finished
         failure = FailureInfo.from_exception(fault)
         self._end_unfinished(AttemptStatus.FAILED, failure, exception=fault, failure=failure)
 

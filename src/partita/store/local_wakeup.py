@@ -3,21 +3,20 @@
 SQLite cannot notify, so a daemon would learn of new events only at its
 next poll. Each serving daemon therefore binds a datagram socket in Linux's
 abstract namespace (no file, so no path-length limit) and leaves a marker
-file naming it in ``<database file>.wakeup/`` beside the database. Every
-commit that inserts events sends one byte to each socket named there; the
-daemon's wait ends and it evaluates at once. The byte string names the
-assets written (comma-separated; empty: any), so a daemon whose triggers
-follow none of them sleeps on. The marker lists the assets its daemon
-watches (one per line; empty: any), and a writer sends only to the daemons
-that watch an asset it wrote: a consumer run's own outlet events, which
-its daemon does not follow, wake nobody.
+file naming it in ``<database file>.wakeup/`` beside the database. The
+marker lists the assets the daemon watches (one per line; empty: any). A
+commit that inserts events sends a datagram naming the assets written
+(comma-separated; empty: any) to each daemon that watches one of them; the
+daemon's wait ends and it evaluates at once. A consumer run's own outlet
+events, which its daemon does not follow, wake nobody.
 
 A wake-up is a shortcut, never the record: sending never blocks and never
 fails a commit, a full socket buffer already means a pending wake-up, and
-a marker whose daemon is gone is removed by the next sender that finds its
-socket refused. Polling stays the safety net, and the only path across
-machines (a store on a network filesystem shared by several hosts) and on
-systems without abstract sockets.
+a marker whose daemon is gone is removed by the next sender that lists the
+folder (its socket refuses a connection) or whose send it refuses. Polling
+stays the safety net, and the only path across machines (a store on a
+network filesystem shared by several hosts) and on systems without
+abstract sockets.
 """
 
 from __future__ import annotations
@@ -39,6 +38,8 @@ _PREFIX = b"\0partita-wakeup-"
 _MAX_MESSAGE = 2048
 #: A folder changed less than this long before it was listed may change again with the same mtime.
 _MTIME_GRANULARITY_NS = 50_000_000
+#: The same for a filesystem that keeps whole seconds (the mtime is a round second).
+_COARSE_MTIME_GRANULARITY_NS = 2_000_000_000
 
 
 def local_wakeup_supported() -> bool:
@@ -58,8 +59,9 @@ def _address(name: str) -> bytes:
 class WakeupReceiver:
     """A serving daemon's end: a socket to select on and its marker beside the database.
 
-    ``watched`` names the assets whose events wake it (None: any). Raises
-    `OSError` when the folder cannot be written; the caller then polls.
+    ``watched`` names the assets whose events wake it (None, or none at
+    all: any). Raises `OSError` when the folder cannot be written; the
+    caller then polls.
     """
 
     def __init__(self, database_file: str, watched: Iterable[str] | None = None) -> None:
@@ -68,15 +70,18 @@ class WakeupReceiver:
         self._name = uuid.uuid4().hex
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._marker = self._folder / self._name
+        # Written beside the folder and renamed into it: a sender never reads half a list, and no
+        # sender (of any version) takes the draft for a daemon. The rename changes the folder's
+        # mtime, so senders read it again.
+        draft = self._folder.with_name(f"{self._folder.name}.{self._name}.draft")
         try:
             self._socket.bind(_address(self._name))
             self._socket.setblocking(False)
-            # Written aside and renamed: a sender never reads half a list. The rename changes the
-            # folder's mtime, so senders read it again.
-            draft = self._folder / f".{self._name}"
-            draft.write_text("" if watched is None else "\n".join(sorted(set(watched))))
+            draft.write_text("" if watched is None else "\n".join(sorted(set(watched))), encoding="utf-8")
             os.replace(draft, self._marker)
         except BaseException:
+            with contextlib.suppress(OSError):
+                draft.unlink()
             self._socket.close()
             raise
 
@@ -104,9 +109,10 @@ class WakeupSender:
 
     The folder's markers are read again only when its mtime changes (a
     daemon started or stopped), so a send costs one ``stat`` and one
-    ``sendto`` per daemon woken. A listing taken within the filesystem's
-    timestamp granularity of its last change is read again at the next
-    send: a daemon that started in the same tick leaves the same mtime.
+    ``sendto`` per daemon woken. A listing taken less than 50 ms after the
+    folder's last change (2 s on a filesystem that keeps whole seconds) is
+    read again at the next send: a daemon that started within the same
+    timestamp tick leaves the same mtime.
     Where no daemon ever served the database, the folder is missing, and
     asking whether it exists is cheaper than a failing ``stat``: every
     emission pays for this check.
@@ -115,26 +121,28 @@ class WakeupSender:
     def __init__(self, database_file: str) -> None:
         self._folder = str(wakeup_folder(database_file))  # a str: os calls on a Path convert it each time
         self._lock = threading.Lock()
-        self._seen_mtime: int | None = None
-        #: Per daemon's socket name, the assets it watches (None: any).
-        self._targets: dict[str, frozenset[str] | None] = {}
+        #: The folder's mtime when it was listed (-1: list it again), and per daemon's socket name the
+        #: assets it watches (None: any); replaced as one tuple, so concurrent senders never mix two listings.
+        self._listing: tuple[int | None, dict[str, frozenset[str] | None]] = (None, {})
         self._socket: socket.socket | None = None
 
     def _current_targets(self) -> dict[str, frozenset[str] | None]:
-        if self._seen_mtime is None and not os.access(self._folder, os.F_OK):
+        seen, targets = self._listing
+        if seen is None and not os.access(self._folder, os.F_OK):
             return {}  # no daemon ever served this database here
+        now = time.time_ns()  # before the stat: a listing that took long is not mistaken for settled
         try:
             mtime = os.stat(self._folder).st_mtime_ns
         except OSError:
-            self._seen_mtime = None
-            self._targets = {}
+            self._listing = (None, {})
             return {}  # the folder is gone
-        if mtime != self._seen_mtime:
+        if mtime != seen:
             with contextlib.suppress(OSError):
-                self._targets = _markers(self._folder)
-                settled = time.time_ns() - mtime > _MTIME_GRANULARITY_NS
-                self._seen_mtime = mtime if settled else -1
-        return self._targets
+                targets = _markers(self._folder)
+                coarse = mtime % 1_000_000_000 == 0
+                settled = now - mtime > (_COARSE_MTIME_GRANULARITY_NS if coarse else _MTIME_GRANULARITY_NS)
+                self._listing = (mtime if settled else -1, targets)
+        return targets
 
     def send(self, assets: Iterable[str] = ()) -> None:
         """Wake the daemons serving this database that watch one of ``assets``; never raises, never blocks."""
@@ -176,19 +184,26 @@ class WakeupSender:
 
 
 def _markers(folder: str) -> dict[str, frozenset[str] | None]:
-    """The daemons named in ``folder``, each with the assets it watches (None: any, as an empty marker says).
+    """The live daemons named in ``folder``, each with the assets it watches (None: any, as an empty marker says).
 
-    A marker being written (its name starts with a dot) is not a daemon yet;
-    one removed while the folder is read is left out.
+    A name starting with a dot is not a marker. A marker whose socket
+    refuses a connection (its daemon is gone) is removed; one removed while
+    the folder is read is left out.
     """
     targets: dict[str, frozenset[str] | None] = {}
-    for entry in os.scandir(folder):
-        if entry.name.startswith("."):
-            continue
-        try:
-            with open(entry.path, encoding="utf-8") as marker:
-                listed = marker.read().split()
-        except OSError:
-            continue
-        targets[entry.name] = frozenset(listed) if listed else None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
+        for entry in os.scandir(folder):
+            if entry.name.startswith("."):
+                continue
+            try:
+                with open(entry.path, encoding="utf-8") as marker:
+                    listed = marker.read().splitlines()
+                probe.connect(_address(entry.name))  # nothing is sent; an unbound address refuses
+            except (ConnectionRefusedError, FileNotFoundError):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                continue
+            except (OSError, UnicodeError):
+                continue
+            targets[entry.name] = frozenset(listed) if listed else None
     return targets
