@@ -177,10 +177,11 @@ def test_a_marker_is_never_seen_half_written_and_a_dot_name_is_never_a_daemon(tm
     try:
         folder = wakeup_folder(database)
         assert [path.name for path in folder.iterdir()] == [receiver._name]  # noqa: SLF001
-        assert (folder / receiver._name).read_text() == "a\nb"  # noqa: SLF001
-        assert list(tmp_path.glob("*.draft")) == []  # no draft left beside the folder
+        network, *assets = (folder / receiver._name).read_text().splitlines()  # noqa: SLF001
+        assert network.startswith("#network ") and assets == ["a", "b"]
+        assert list(tmp_path.glob(".*.draft")) == []  # no draft left beside the folder
         (folder / ".not-a-daemon").write_text("ra")
-        assert list(_markers(str(folder))) == [receiver._name]  # noqa: SLF001
+        assert list(_markers(str(folder), None)) == [receiver._name]  # noqa: SLF001
         sender = WakeupSender(database)
         sender.send(["ra"])
         sender.send(["a"])
@@ -204,6 +205,24 @@ def test_a_dead_daemons_marker_is_removed_when_the_folder_is_listed_whatever_it_
         live.close()
 
 
+def test_a_daemon_of_another_network_namespace_is_neither_sent_to_nor_removed(tmp_path: Path) -> None:
+    """Abstract socket names are per network namespace: from here its socket refuses, though its daemon lives."""
+    database = f"{tmp_path}/partita.db"
+    folder = wakeup_folder(database)
+    folder.mkdir()
+    elsewhere = folder / ("1" * 32)
+    elsewhere.write_text("#network 1\nraw")  # no namespace here has inode 1
+    live = WakeupReceiver(database, ["raw"])
+    try:
+        sender = WakeupSender(database)
+        sender.send(["raw"])
+        assert _woken(live)
+        assert elsewhere.exists()
+        assert list(sender._current_targets()) == [live._name]  # noqa: SLF001
+    finally:
+        live.close()
+
+
 def test_a_settled_listing_is_not_read_again_until_the_folder_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -214,12 +233,13 @@ def test_a_settled_listing_is_not_read_again_until_the_folder_changes(
     listings: list[int] = []
     markers = local_wakeup._markers
 
-    def counted(folder: str) -> object:
+    def counted(folder: str, network: object) -> object:
         listings.append(1)
-        return markers(folder)
+        return markers(folder, network)
 
     monkeypatch.setattr(local_wakeup, "_markers", counted)
-    monkeypatch.setattr(local_wakeup, "_MTIME_GRANULARITY_NS", -1)  # every listing counts as settled
+    monkeypatch.setattr(local_wakeup, "_MTIME_GRANULARITY_NS", -1)  # every listing counts as settled,
+    monkeypatch.setattr(local_wakeup, "_COARSE_MTIME_GRANULARITY_NS", -1)  # on whole-second filesystems too
     sender = WakeupSender(database)
     try:
         for _ in range(5):

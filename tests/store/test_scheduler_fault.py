@@ -97,6 +97,7 @@ def test_a_fault_whose_end_the_store_refuses_is_logged_and_the_fault_still_raise
     _fault_at_walk(monkeypatch, 3)
 
     def refused(self: StoreJournal, result: p.RunResult) -> None:
+        self.abandon()  # as the real end does before its write, which the store refuses here
         raise StoreError("the store is gone")
 
     monkeypatch.setattr(StoreJournal, "end", refused)
@@ -170,7 +171,34 @@ def test_a_second_error_while_ending_a_faulted_run_never_hides_the_fault(
     monkeypatch.setattr(run_result_module.RunResultBuilder, "fail_unfinished", broken)
     with caplog.at_level(logging.ERROR, logger="partita.execution"), pytest.raises(RuntimeError, match="scheduler"):
         p.Flow(["publish"], registry=registry, store=store).run({"partition_keys": KEYS})
+    assert "failing its unfinished attempts failed" in caplog.text and "the state the fault left" in caplog.text
+    [run] = store.list_runs(limit=5)
+    assert store.get_run(run.run_id).status == "failed"  # recorded all the same, from what could be built
+
+
+def test_a_faulted_run_with_no_result_to_record_stops_its_heartbeat(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Nothing can be recorded: the journal is abandoned, so the run is not kept alive by its heartbeat."""
+    from partita.store import journal as journal_module
+
+    registry = p.AssetRegistry()
+    _chain(registry)
+    _fault_at_walk(monkeypatch, 3)
+    build = run_result_module.RunResultBuilder.build
+
+    def broken(self: object, started_at: object, errors: object, *, failed: bool = False) -> object:
+        if failed:
+            raise ValueError("the state the fault left")
+        return build(self, started_at, errors, failed=failed)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(run_result_module.RunResultBuilder, "build", broken)
+    with caplog.at_level(logging.ERROR, logger="partita.execution"), pytest.raises(RuntimeError, match="scheduler"):
+        p.Flow(["publish"], registry=registry, store=store).run({"partition_keys": KEYS})
     assert "no result could be built after its scheduler fault" in caplog.text
+    [run] = store.list_runs(limit=5)
+    flushed = {journal._run_id for journal in journal_module._flusher._journals}  # noqa: SLF001
+    assert run.run_id not in flushed  # no heartbeat, no flush: nothing of the run is kept alive
 
 
 def test_a_consumer_run_that_faults_finishes_its_request_instead_of_holding_it_claimed(

@@ -276,6 +276,8 @@ class FanOut:
         run = self._run
         size = len(keys)
         task.size, task.keys = size, keys
+        if size == 0:
+            task.empty_reason = SkipReason.NO_PARTITION_KEYS  # the discovery finished: it found none
         task.outputs = [None] * size
         task.results = [None] * size
         if task.materialization_ids is not None:

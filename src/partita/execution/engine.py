@@ -260,26 +260,37 @@ class _Run:
         except Exception as error:  # a scheduler fault: recorded once the run is cleaned up, then raised
             fault, result = error, self._faulted_result(started_at, error)  # type: ignore[assignment]
         finally:
-            with self.scheduler:  # whatever ended the run, workers settle nothing more of it
-                self._stop_settling()
-            self._cancellable = False
-            if self.options.cancellation is not None:
-                self.options.cancellation.unbind()
-            if logs is not None:
-                log_capture.uninstall(logs.capture)
-            self.liveness.ended = True
-            self.dispatcher.cancel_timers()
-            if self.pools is not None:
-                self.pools.close()  # every lease of the run, whatever ended it
-            self.executor.shutdown(wait=0)
-            callbacks.shutdown()
-            if self.reuse is not None:
-                self.reuse.shutdown()
+            if fault is None:
+                self._clean_up(callbacks)
+            else:  # a cleanup that fails too must not replace the fault
+                self._after_fault(lambda: self._clean_up(callbacks), "its cleanup")
         if result is not None:
             self._record_end(result, fault)
         if fault is not None:
-            raise fault
+            try:
+                raise fault
+            finally:
+                del fault  # no cycle through this frame's traceback
         return result
+
+    def _clean_up(self, callbacks: CallbackRunner) -> None:
+        """Whatever ended the run: nothing more settles or starts, and every resource of the run is let go."""
+        with self.scheduler:
+            self._stop_settling()
+        self._cancellable = False
+        if self.options.cancellation is not None:
+            self.options.cancellation.unbind()
+        logs = self.options.logs
+        if logs is not None:
+            log_capture.uninstall(logs.capture)
+        self.liveness.ended = True
+        self.dispatcher.cancel_timers()
+        if self.pools is not None:
+            self.pools.close()  # every lease of the run, whatever ended it
+        self.executor.shutdown(wait=0)
+        callbacks.shutdown()
+        if self.reuse is not None:
+            self.reuse.shutdown()
 
     def _record_end(self, result: RunResult, fault: Exception | None = None) -> None:
         """Tell the observers and the journal that the run ended.
@@ -375,20 +386,30 @@ class _Run:
 
         Without it the store showed the run ``running`` for as long as its
         process lived (its heartbeat went on), and the trigger requests it
-        served stayed claimed. Built from a state the fault may have broken:
-        if that raises too, it is logged and nothing is recorded (the run
-        shows ``interrupted`` once its process exits).
+        served stayed claimed. It is built from a state the fault may have
+        broken: a step that fails is logged and the next still runs. With no
+        result at all the journal is abandoned (the run shows ``interrupted``
+        once its process exits).
         """
-        try:
-            with self.scheduler:
-                self._stop_settling()
-                self.invoker.cancel_async_bodies()
-                self.settlement.cancel_retries()
-                self.results.fail_unfinished(fault)
+        with self.scheduler:
+            self._stop_settling()
+            self._after_fault(self.invoker.cancel_async_bodies, "cancelling its async bodies")
+            self._after_fault(self.settlement.cancel_retries, "cancelling its retries")
+            self._after_fault(lambda: self.results.fail_unfinished(fault), "failing its unfinished attempts")
+            try:
                 return self._result(started_at, failed=True)
+            except Exception:
+                log.exception("run %s: no result could be built after its scheduler fault", self.run_id)
+        if self.options.journal is not None:
+            self.options.journal.abandon()
+        return None
+
+    def _after_fault(self, step: Callable[[], None], what: str) -> None:
+        """One best-effort step of ending a faulted run; its failure is logged (the fault is what is raised)."""
+        try:
+            step()
         except Exception:
-            log.exception("run %s: no result could be built after its scheduler fault", self.run_id)
-            return None
+            log.exception("run %s: after its scheduler fault, %s failed", self.run_id, what)
 
     def _result(self, started_at: dt.datetime, *, failed: bool = False) -> RunResult:
         errors = () if self.callbacks is None else self.callbacks.errors

@@ -46,3 +46,6 @@ class RunJournal(Protocol):
     def on_event(self, event: ExecutionEvent) -> None: ...
 
     def end(self, result: RunResult) -> None: ...
+
+    def abandon(self) -> None:
+        """Stop recording without an end (no result could be built): the run shows interrupted once its process exits."""

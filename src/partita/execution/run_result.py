@@ -124,18 +124,20 @@ class RunResultBuilder:
 
     def cancel_unfinished(self) -> None:
         """Mark every attempt without a result cancelled (a discovery that never finished too)."""
-        for task in self._tasks:
-            if task.deferred and task.size == 0:
-                task.empty_reason = SkipReason.CANCELLED  # the discovery never finished
+        self._name_undiscovered(SkipReason.CANCELLED)
         self._end_unfinished(AttemptStatus.CANCELLED, _CUT_SHORT, reason=SkipReason.CANCELLED)
 
     def fail_unfinished(self, fault: BaseException) -> None:
         """After a scheduler fault: every attempt without a result failed with it (a discovery left unfinished too)."""
-        for task in self._tasks:
-            if task.deferred and task.size == 0:
-                task.empty_reason = SkipReason.PARTITION_NOT_DISCOVERED  # its producer's discovery never finished
+        self._name_undiscovered(SkipReason.PARTITION_NOT_DISCOVERED)
         failure = FailureInfo.from_exception(fault)
         self._end_unfinished(AttemptStatus.FAILED, failure, exception=fault, failure=failure)
+
+    def _name_undiscovered(self, reason: SkipReason) -> None:
+        """Why a task whose keys a discovery was still to give has none (not one whose discovery ended or failed)."""
+        for task in self._tasks:
+            if task.deferred and task.size == 0 and task.empty_reason is None:
+                task.empty_reason = reason
 
     def _end_unfinished(self, status: AttemptStatus, cut_short: FailureInfo, **fields: Any) -> None:
         """Give every attempt without a result ``status``, and tell the observers (the journal among them)."""

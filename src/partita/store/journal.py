@@ -350,6 +350,13 @@ class StoreJournal:
             started_at=started_at,
         )
 
+    def abandon(self) -> None:
+        """Stop flushing and heartbeating without recording an end; keeps nothing of the run."""
+        _flusher.remove(self)
+        with self._writing:  # waits for a flush in progress
+            self._stopping = True
+        self._running_now = None
+
     def end(self, result: RunResult) -> None:
         """Flush everything and record the outcome; raises StoreError on failure.
 

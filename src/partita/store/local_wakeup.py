@@ -40,6 +40,8 @@ _MAX_MESSAGE = 2048
 _MTIME_GRANULARITY_NS = 50_000_000
 #: The same for a filesystem that keeps whole seconds (the mtime is a round second).
 _COARSE_MTIME_GRANULARITY_NS = 2_000_000_000
+#: A marker's first line when it names its daemon's network namespace (never an asset name).
+_NETWORK = "#network"
 
 
 def local_wakeup_supported() -> bool:
@@ -56,12 +58,21 @@ def _address(name: str) -> bytes:
     return _PREFIX + name.encode("ascii")
 
 
+def _network_namespace() -> str | None:
+    """This process's network namespace (abstract socket names are per namespace); None where unknown."""
+    try:
+        return str(os.stat("/proc/self/ns/net").st_ino)
+    except OSError:
+        return None
+
+
 class WakeupReceiver:
     """A serving daemon's end: a socket to select on and its marker beside the database.
 
     ``watched`` names the assets whose events wake it (None, or none at
-    all: any). Raises `OSError` when the folder cannot be written; the
-    caller then polls.
+    all: any). The marker also names the daemon's network namespace, which
+    its socket's name belongs to. Raises `OSError` when the folder cannot
+    be written; the caller then polls.
     """
 
     def __init__(self, database_file: str, watched: Iterable[str] | None = None) -> None:
@@ -73,11 +84,13 @@ class WakeupReceiver:
         # Written beside the folder and renamed into it: a sender never reads half a list, and no
         # sender (of any version) takes the draft for a daemon. The rename changes the folder's
         # mtime, so senders read it again.
-        draft = self._folder.with_name(f"{self._folder.name}.{self._name}.draft")
+        draft = self._folder.parent / f".partita-wakeup-{self._name}.draft"  # a fixed length: any database name fits
+        network = _network_namespace()
+        lines = ([] if network is None else [f"{_NETWORK} {network}"]) + sorted(set(watched or ()))
         try:
             self._socket.bind(_address(self._name))
             self._socket.setblocking(False)
-            draft.write_text("" if watched is None else "\n".join(sorted(set(watched))), encoding="utf-8")
+            draft.write_text("\n".join(lines), encoding="utf-8")
             os.replace(draft, self._marker)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -124,6 +137,7 @@ class WakeupSender:
         #: The folder's mtime when it was listed (-1: list it again), and per daemon's socket name the
         #: assets it watches (None: any); replaced as one tuple, so concurrent senders never mix two listings.
         self._listing: tuple[int | None, dict[str, frozenset[str] | None]] = (None, {})
+        self._network = _network_namespace()
         self._socket: socket.socket | None = None
 
     def _current_targets(self) -> dict[str, frozenset[str] | None]:
@@ -138,7 +152,7 @@ class WakeupSender:
             return {}  # the folder is gone
         if mtime != seen:
             with contextlib.suppress(OSError):
-                targets = _markers(self._folder)
+                targets = _markers(self._folder, self._network)
                 coarse = mtime % 1_000_000_000 == 0
                 settled = now - mtime > (_COARSE_MTIME_GRANULARITY_NS if coarse else _MTIME_GRANULARITY_NS)
                 self._listing = (mtime if settled else -1, targets)
@@ -183,12 +197,13 @@ class WakeupSender:
                 self._socket = None
 
 
-def _markers(folder: str) -> dict[str, frozenset[str] | None]:
-    """The live daemons named in ``folder``, each with the assets it watches (None: any, as an empty marker says).
+def _markers(folder: str, network: str | None) -> dict[str, frozenset[str] | None]:
+    """The live daemons named in ``folder`` that ``network`` reaches, each with its assets (None: any).
 
-    A name starting with a dot is not a marker. A marker whose socket
-    refuses a connection (its daemon is gone) is removed; one removed while
-    the folder is read is left out.
+    A name starting with a dot is not a marker. A daemon of another network
+    namespace cannot be reached (nor told dead) from this one: it is left
+    alone. A marker whose socket refuses a connection (its daemon is gone)
+    is removed; one removed while the folder is read is left out.
     """
     targets: dict[str, frozenset[str] | None] = {}
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
@@ -198,6 +213,10 @@ def _markers(folder: str) -> dict[str, frozenset[str] | None]:
             try:
                 with open(entry.path, encoding="utf-8") as marker:
                     listed = marker.read().splitlines()
+                if listed and listed[0].startswith(_NETWORK):
+                    if network is not None and listed[0] != f"{_NETWORK} {network}":
+                        continue
+                    listed = listed[1:]
                 probe.connect(_address(entry.name))  # nothing is sent; an unbound address refuses
             except (ConnectionRefusedError, FileNotFoundError):
                 with contextlib.suppress(OSError):
