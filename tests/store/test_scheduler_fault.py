@@ -53,6 +53,20 @@ def _fault_at_walk(monkeypatch: pytest.MonkeyPatch, walk: int) -> None:
     monkeypatch.setattr(readiness_module.Readiness, "decrement", failing)
 
 
+def _faulting_chain(monkeypatch: pytest.MonkeyPatch) -> p.AssetRegistry:
+    """The chain, whose third edge walk of settling raises."""
+    registry = p.AssetRegistry()
+    _chain(registry)
+    _fault_at_walk(monkeypatch, 3)
+    return registry
+
+
+def _run_into_the_fault(store: SqlStore, registry: p.AssetRegistry, caplog: pytest.LogCaptureFixture) -> None:
+    """Run the chain: the fault is raised, whatever else fails while the run ends (errors are logged)."""
+    with caplog.at_level(logging.ERROR, logger="partita.execution"), pytest.raises(RuntimeError, match="scheduler"):
+        p.Flow(["publish"], registry=registry, store=store).run({"partition_keys": KEYS})
+
+
 def _attempts(store: SqlStore, run_id: str) -> list[Any]:
     return [attempt for task in store.get_tasks(run_id) for attempt in task.attempts]
 
@@ -92,18 +106,14 @@ def test_a_faulted_run_is_recorded_failed_with_its_unfinished_attempts_failed_by
 def test_a_fault_whose_end_the_store_refuses_is_logged_and_the_fault_still_raised(
     store: SqlStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    registry = p.AssetRegistry()
-    _chain(registry)
-    _fault_at_walk(monkeypatch, 3)
+    registry = _faulting_chain(monkeypatch)
 
     def refused(self: StoreJournal, result: p.RunResult) -> None:
         self.abandon()  # as the real end does before its write, which the store refuses here
         raise StoreError("the store is gone")
 
     monkeypatch.setattr(StoreJournal, "end", refused)
-    flow = p.Flow(["publish"], registry=registry, store=store)
-    with caplog.at_level(logging.ERROR, logger="partita.execution"), pytest.raises(RuntimeError, match="scheduler"):
-        flow.run({"partition_keys": KEYS})
+    _run_into_the_fault(store, registry, caplog)
     assert "was not recorded: the store is gone" in caplog.text
 
 
@@ -161,16 +171,13 @@ def test_a_fault_during_discovery_fails_the_run_and_names_the_keys_never_discove
 def test_a_second_error_while_ending_a_faulted_run_never_hides_the_fault(
     store: SqlStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    registry = p.AssetRegistry()
-    _chain(registry)
-    _fault_at_walk(monkeypatch, 3)
+    registry = _faulting_chain(monkeypatch)
 
     def broken(self: object, fault: BaseException) -> None:
         raise ValueError("the state the fault left")
 
     monkeypatch.setattr(run_result_module.RunResultBuilder, "fail_unfinished", broken)
-    with caplog.at_level(logging.ERROR, logger="partita.execution"), pytest.raises(RuntimeError, match="scheduler"):
-        p.Flow(["publish"], registry=registry, store=store).run({"partition_keys": KEYS})
+    _run_into_the_fault(store, registry, caplog)
     assert "failing its unfinished attempts failed" in caplog.text and "the state the fault left" in caplog.text
     [run] = store.list_runs(limit=5)
     assert store.get_run(run.run_id).status == "failed"  # recorded all the same, from what could be built
@@ -182,9 +189,7 @@ def test_a_faulted_run_with_no_result_to_record_stops_its_heartbeat(
     """Nothing can be recorded: the journal is abandoned, so the run is not kept alive by its heartbeat."""
     from partita.store import journal as journal_module
 
-    registry = p.AssetRegistry()
-    _chain(registry)
-    _fault_at_walk(monkeypatch, 3)
+    registry = _faulting_chain(monkeypatch)
     build = run_result_module.RunResultBuilder.build
 
     def broken(self: object, started_at: object, errors: object, *, failed: bool = False) -> object:
@@ -193,8 +198,7 @@ def test_a_faulted_run_with_no_result_to_record_stops_its_heartbeat(
         return build(self, started_at, errors, failed=failed)  # type: ignore[arg-type]
 
     monkeypatch.setattr(run_result_module.RunResultBuilder, "build", broken)
-    with caplog.at_level(logging.ERROR, logger="partita.execution"), pytest.raises(RuntimeError, match="scheduler"):
-        p.Flow(["publish"], registry=registry, store=store).run({"partition_keys": KEYS})
+    _run_into_the_fault(store, registry, caplog)
     assert "no result could be built after its scheduler fault" in caplog.text
     [run] = store.list_runs(limit=5)
     flushed = {journal._run_id for journal in journal_module._flusher._journals}  # noqa: SLF001
