@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from partita.automation.triggers import CronPartitions
 from partita.definitions.launch import LaunchKind
 from partita.errors import PartitaError, StoreError
-from partita.results.model import RunResult
+from partita.results.model import AttemptStatus, RunResult
 from partita.store.triggers import TriggerRequest
 
 if TYPE_CHECKING:
@@ -24,9 +24,11 @@ if TYPE_CHECKING:
     from partita.planning.plan import FlowPlan
     from partita.store.sql import SqlStore
 
-__all__ = ["run_request"]
+__all__ = ["run_claimed", "run_request"]
 
 log = logging.getLogger("partita.triggers")
+#: The daemon's log: one line per consumer run's end (`run_claimed`).
+daemon_log = logging.getLogger("partita.daemon")
 
 
 class TriggerEvaluator(Protocol):
@@ -41,6 +43,37 @@ class TriggerEvaluator(Protocol):
     def abandon(self, request: TriggerRequest, error: str, *, alone: bool = False) -> None: ...
 
     def start_failed(self, request: TriggerRequest, error: Exception) -> None: ...
+
+
+def run_claimed(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]) -> RunResult | None:
+    """Run claimed requests' consumer run (`run_request`) and log its outcome: one line per run's end.
+
+    What a daemon's consumer thread runs.
+    """
+    lead = claimed[0]
+    fields: dict[str, Any] = {
+        "flow": evaluator.flow.name, "request": lead.id, "run_id": lead.run_id, "keys": len(claimed),
+    }  # fmt: skip
+    try:
+        result = run_request(evaluator, claimed)
+    except BaseException:
+        daemon_log.exception("consumer run raised an unexpected error", extra=fields)  # recorded failed if started
+        raise
+    if result is None:  # run_request logged why; the request stays pending or is abandoned
+        daemon_log.warning("consumer run did not start", extra=fields)
+        return None
+    counts = result.counts()
+    failed, skipped = counts[AttemptStatus.FAILED], counts[AttemptStatus.SKIPPED]
+    daemon_log.log(
+        logging.INFO if result.succeeded else logging.WARNING,
+        "consumer run finished: %s in %.2fs, %d failed attempt%s",
+        result.status.value, result.duration, failed, "" if failed == 1 else "s",
+        extra={
+            **fields, "status": result.status.value, "duration": round(result.duration, 3),
+            "failed_attempts": failed, "skipped_attempts": skipped,
+        },
+    )  # fmt: skip
+    return result
 
 
 def run_request(

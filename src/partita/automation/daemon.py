@@ -36,14 +36,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from partita.automation.evaluation import TriggerEvaluator, run_request
+from partita.automation.consumer_runs import run_claimed
+from partita.automation.evaluation import TriggerEvaluator
 from partita.automation.logs import json_log_handler
 from partita.automation.partial_batches import PartialBatches
 from partita.automation.triggers import OnAssetEvents
 from partita.errors import PartitaError
 from partita.execution.loop_runner import ThreadLoops
 from partita.flow import Flow
-from partita.results.model import AttemptStatus, RunResult
+from partita.results.model import RunResult
 from partita.store.local_wakeup import WakeupReceiver, local_wakeup_supported
 from partita.store.notifications import EventListener, listen_for_events
 from partita.store.sql import SqlStore
@@ -449,39 +450,11 @@ class TriggerDaemon:
         lead, flow = claimed[0], evaluator.flow.name
         fields = {"flow": flow, "request": lead.id, "run_id": lead.run_id, "keys": len(claimed)}
         log.info("starting consumer run", extra=fields)
-        future = self._pool.submit(_run_consumer, evaluator, claimed)
+        future = self._pool.submit(run_claimed, evaluator, claimed)
         future.add_done_callback(functools.partial(self._slot_freed, flow))
         self._in_flight.add(future)
         if partial:
             self._partial.started(flow, future)
-
-
-def _run_consumer(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]) -> RunResult | None:
-    """Run claimed requests' consumer run and log its outcome: one line per run end."""
-    lead = claimed[0]
-    fields: dict[str, Any] = {
-        "flow": evaluator.flow.name, "request": lead.id, "run_id": lead.run_id, "keys": len(claimed),
-    }  # fmt: skip
-    try:
-        result = run_request(evaluator, claimed)
-    except BaseException:
-        log.exception("consumer run raised an unexpected error", extra=fields)  # recorded failed if it had started
-        raise
-    if result is None:  # run_request logged why; the request stays pending or is abandoned
-        log.warning("consumer run did not start", extra=fields)
-        return None
-    counts = result.counts()
-    failed, skipped = counts[AttemptStatus.FAILED], counts[AttemptStatus.SKIPPED]
-    log.log(
-        logging.INFO if result.succeeded else logging.WARNING,
-        "consumer run finished: %s in %.2fs, %d failed attempt%s",
-        result.status.value, result.duration, failed, "" if failed == 1 else "s",
-        extra={
-            **fields, "status": result.status.value, "duration": round(result.duration, 3),
-            "failed_attempts": failed, "skipped_attempts": skipped,
-        },
-    )  # fmt: skip
-    return result
 
 
 @dataclass(frozen=True, slots=True)
