@@ -1,6 +1,7 @@
 """One-key runs back to back, as a trigger daemon's consumer threads start them: the fixed cost of a run.
 
     python benchmarks/one_key_runs.py [--runs 3000] [--threads 1 4] [--store none sqlite] [--repeat 3]
+                                      [--registry-size 0 500]
 
 A one-run-per-key triggered flow pays, for every key, what a whole run
 costs: a plan, an event loop turn, a worker thread, and with a store the
@@ -11,7 +12,10 @@ the daemon, its claims and the producer, the figure is the runs' own cost,
 and its growth from one thread to several is what concurrent runs cost each
 other on this machine.
 
-One line per (store, threads): the median over ``--repeat`` rounds of wall
+``--registry-size`` registers that many other assets beside the one that
+runs: a run's cost should not grow with its registry's size.
+
+One line per (store, threads, registry size): the median over ``--repeat`` rounds of wall
 microseconds per run, processor microseconds per run (all threads), and
 thread switches per run (voluntary and involuntary, the whole process). On
 SQLite each round uses a new file in a temporary folder.
@@ -25,6 +29,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from partita import AssetContext, AssetRegistry, Flow, StaticPartitionDef, asset, open_store
@@ -36,7 +41,16 @@ def _switches() -> int:
     return usage.ru_nvcsw + usage.ru_nivcsw
 
 
-def one_round(runs: int, threads: int, store_kind: str) -> tuple[float, float, float]:
+def _noop_body() -> Callable[[], None]:
+    """A new body for an asset that is only registered (a function is one asset's)."""
+
+    def noop() -> None:
+        return None
+
+    return noop
+
+
+def one_round(runs: int, threads: int, store_kind: str, others: int = 0) -> tuple[float, float, float]:
     """Wall and processor microseconds, and thread switches, per run."""
     registry = AssetRegistry()
     keys = StaticPartitionDef("bench_keys", [f"k{index:06d}" for index in range(runs)])
@@ -44,6 +58,9 @@ def one_round(runs: int, threads: int, store_kind: str) -> tuple[float, float, f
     @asset(partition_def=keys, registry=registry)
     def consumer(context: AssetContext) -> None:
         """A no-op body: the run's own cost is measured."""
+
+    for index in range(others):  # registered beside it, never run: a run's cost must not grow with them
+        asset(name=f"other_{index}", registry=registry)(_noop_body())
 
     store = (
         open_store(f"sqlite:///{Path(tempfile.mkdtemp(prefix='partita-bench-'), 'partita.db')}")
@@ -86,17 +103,24 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 4], help="threads starting runs (default 1 4)")
     parser.add_argument("--store", choices=("none", "sqlite"), nargs="+", default=["none", "sqlite"])
     parser.add_argument("--repeat", type=int, default=3, help="rounds per figure, interleaved (default 3)")
+    parser.add_argument(
+        "--registry-size", type=int, nargs="+", default=[0],
+        help="other assets registered beside the one that runs, never run; each value is measured (default 0)",
+    )  # fmt: skip
     args = parser.parse_args()
-    figures = [(store, threads) for store in args.store for threads in args.threads]
-    rounds: dict[tuple[str, int], list[tuple[float, float, float]]] = {figure: [] for figure in figures}
+    figures = [
+        (store, threads, others) for store in args.store for threads in args.threads for others in args.registry_size
+    ]
+    rounds: dict[tuple[str, int, int], list[tuple[float, float, float]]] = {figure: [] for figure in figures}
     for _ in range(args.repeat):  # interleaved: a shared machine's drift hits every figure alike
-        for store, threads in figures:
-            rounds[(store, threads)].append(one_round(args.runs, threads, store))
-    for (store, threads), measured in rounds.items():
+        for store, threads, others in figures:
+            rounds[(store, threads, others)].append(one_round(args.runs, threads, store, others))
+    for (store, threads, others), measured in rounds.items():
         wall, processor, switched = (statistics.median(values) for values in zip(*measured, strict=True))
         print(
-            f"one_key_runs store={store} threads={threads} runs={args.runs} median_us_per_run={wall:.0f} "
-            f"cpu_us_per_run={processor:.0f} switches_per_run={switched:.1f} rounds={args.repeat}"
+            f"one_key_runs store={store} threads={threads} other_assets={others} runs={args.runs} "
+            f"median_us_per_run={wall:.0f} cpu_us_per_run={processor:.0f} switches_per_run={switched:.1f} "
+            f"rounds={args.repeat}"
         )
 
 

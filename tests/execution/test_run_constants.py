@@ -101,3 +101,35 @@ def test_a_call_whose_shared_objects_never_arrived_is_refused_by_name():
 
     with pytest.raises(LookupError, match="never installed"):
         load_call(payload, "a-token-nobody-installed")
+
+
+def test_a_run_builds_its_event_catalog_once_and_only_when_a_body_emits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalog lists every registered asset: a run whose bodies never emit does not pay for it."""
+    registry = p.AssetRegistry()
+    for index in range(3):
+        p.asset(name=f"other_{index}", registry=registry)(lambda: None)
+
+    @p.asset(partition_def=p.StaticPartitionDef("few", ["a", "b", "c"]), registry=registry)
+    def quiet() -> None:
+        pass
+
+    @p.asset(partition_def=p.StaticPartitionDef("few", ["a", "b", "c"]), registry=registry)
+    def loud(context: p.AssetContext, quiet: None) -> None:
+        context.emit("other_0")
+
+    listed: list[int] = []
+    definitions = p.AssetRegistry.definitions
+
+    def counted(self: p.AssetRegistry) -> object:
+        listed.append(1)
+        return definitions(self)
+
+    every_key = {"partition_keys": ["a", "b", "c"]}
+    quiet_plan = p.Flow(["quiet"], registry=registry, store=False).plan(every_key)
+    loud_plan = p.Flow(["loud"], registry=registry, store=False).plan(every_key)
+    monkeypatch.setattr(p.AssetRegistry, "definitions", counted)
+    assert p.Flow(["quiet"], registry=registry, store=False).run(quiet_plan).succeeded
+    assert listed == []
+    result = p.Flow(["loud"], registry=registry, store=False).run(loud_plan)
+    assert result.succeeded and len(result.receipts) == 3
+    assert listed == [1]  # one catalog for the run's three emitting attempts

@@ -24,7 +24,7 @@ from typing import Any
 
 from partita.definitions.policies import ResourcePolicy
 from partita.errors import PartitaError
-from partita.events.emission import EventLog, MemoryEventLog, RunLiveness, catalog_of
+from partita.events.emission import EventLog, MemoryEventLog, RunLiveness
 from partita.events.model import EmissionReceipt
 from partita.execution import log_capture
 from partita.execution.admission import bind_gates
@@ -113,7 +113,7 @@ class _Run:
         self.dispatcher = Dispatcher(self.gates, self.max_concurrency, options.clock or SystemClock())
         self._wire_settling(event_log, retry_history)
         self.emitters = RunEmitters(
-            run_id, event_log, catalog_of(plan.registry.definitions()), receipts, options.store_url, self.liveness
+            run_id, event_log, plan.registry, receipts, options.store_url, self.liveness
         )
         self._wire_invoking(retry_history)
         self.results = RunResultBuilder(

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from partita.definitions.definition import AssetDefinition
-from partita.events.emission import Emitter, EventLog, LazyEmitter, RunLiveness, activate
+from partita.events.emission import Emitter, EventLog, LazyEmitter, RunLiveness, activate, catalog_of
 from partita.events.model import EmissionReceipt, SourceKind
 from partita.execution.attempt_logs import RunLogs
 from partita.execution.context import AssetContext, TriggeringEvents
@@ -63,30 +63,42 @@ def _key_formatter(definition: AssetDefinition) -> Callable[[Any], str] | None:
     return None if definition.partition_def is None else definition.partition_def.format_key
 
 class RunEmitters:
-    """Builds the emitters of one run: an attempt's (body or callback) and the flow's callbacks'."""
+    """Builds the emitters of one run: an attempt's (body or callback) and the flow's callbacks'.
 
-    __slots__ = ("_run_id", "_event_log", "_catalog", "_receipts", "_store_url", "_liveness")
+    The catalog of every registered asset an emitter validates against is
+    built when the run's first emitter is: a run whose bodies never emit
+    does not pay for the size of its registry.
+    """
+
+    __slots__ = ("_run_id", "_event_log", "_registry", "_catalog", "_receipts", "_store_url", "_liveness")
 
     def __init__(
         self,
         run_id: str,
         event_log: EventLog,
-        catalog: Any,
+        registry: Any,
         receipts: list[EmissionReceipt],
         store_url: str | None,
         liveness: RunLiveness,
     ) -> None:
         self._run_id = run_id
         self._event_log = event_log
-        self._catalog = catalog
+        self._registry = registry
+        self._catalog: dict[str, Any] | None = None
         self._receipts = receipts
         self._store_url = store_url
         self._liveness = liveness
 
+    def _catalog_now(self) -> dict[str, Any]:
+        catalog = self._catalog
+        if catalog is None:  # threads racing here build equal catalogs
+            catalog = self._catalog = catalog_of(self._registry.definitions())
+        return catalog
+
     def for_attempt(self, task: TaskState, key_index: int, invocation: int, role: str = "body") -> Emitter:
         return Emitter(
             self._event_log,
-            self._catalog,
+            self._catalog_now(),
             SourceKind.ATTEMPT,
             self._run_id,
             task.name,
@@ -103,7 +115,7 @@ class RunEmitters:
     def for_flow(self, role: str) -> Emitter:
         return Emitter(
             self._event_log,
-            self._catalog,
+            self._catalog_now(),
             SourceKind.FLOW,
             self._run_id,
             receipts=self._receipts,
