@@ -400,8 +400,9 @@ class _Run:
                 return self._result(started_at, failed=True)
             except Exception:
                 log.exception("run %s: no result could be built after its scheduler fault", self.run_id)
-        if self.options.journal is not None:
-            self.options.journal.abandon()
+        journal = self.options.journal
+        if journal is not None:
+            self._after_fault(lambda: journal.abandon(), "abandoning its journal")  # a journal of any kind
         return None
 
     def _after_fault(self, step: Callable[[], None], what: str) -> None:
