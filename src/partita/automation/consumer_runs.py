@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from partita.planning.plan import FlowPlan
     from partita.store.sql import SqlStore
 
-__all__ = ["run_claimed", "run_request"]
+__all__ = ["run_claimed", "run_fields", "run_request"]
 
 log = logging.getLogger("partita.triggers")
 #: The daemon's log: one line per consumer run's end (`run_claimed`).
@@ -45,15 +45,18 @@ class TriggerEvaluator(Protocol):
     def start_failed(self, request: TriggerRequest, error: Exception) -> None: ...
 
 
+def run_fields(flow: str, claimed: Sequence[TriggerRequest]) -> dict[str, Any]:
+    """The fields of the daemon's log lines about a consumer run: its flow, lead request, run id and keys."""
+    lead = claimed[0]
+    return {"flow": flow, "request": lead.id, "run_id": lead.run_id, "keys": len(claimed)}
+
+
 def run_claimed(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]) -> RunResult | None:
     """Run claimed requests' consumer run (`run_request`) and log its outcome: one line per run's end.
 
     What a daemon's consumer thread runs.
     """
-    lead = claimed[0]
-    fields: dict[str, Any] = {
-        "flow": evaluator.flow.name, "request": lead.id, "run_id": lead.run_id, "keys": len(claimed),
-    }  # fmt: skip
+    fields = run_fields(evaluator.flow.name, claimed)
     try:
         result = run_request(evaluator, claimed)
     except BaseException:

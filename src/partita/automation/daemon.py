@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from partita.automation.consumer_runs import run_claimed
+from partita.automation.consumer_runs import run_claimed, run_fields
 from partita.automation.evaluation import TriggerEvaluator
 from partita.automation.logs import json_log_handler
 from partita.automation.partial_batches import PartialBatches
@@ -447,9 +447,8 @@ class TriggerDaemon:
     def _start(self, evaluator: TriggerEvaluator, claimed: list[TriggerRequest], partial: bool) -> None:
         """Start the consumer run of ``claimed`` requests on a free slot."""
         self._claims += 1
-        lead, flow = claimed[0], evaluator.flow.name
-        fields = {"flow": flow, "request": lead.id, "run_id": lead.run_id, "keys": len(claimed)}
-        log.info("starting consumer run", extra=fields)
+        flow = evaluator.flow.name
+        log.info("starting consumer run", extra=run_fields(flow, claimed))
         future = self._pool.submit(run_claimed, evaluator, claimed)
         future.add_done_callback(functools.partial(self._slot_freed, flow))
         self._in_flight.add(future)

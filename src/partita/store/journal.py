@@ -352,10 +352,14 @@ class StoreJournal:
 
     def abandon(self) -> None:
         """Stop flushing and heartbeating without recording an end; keeps nothing of the run."""
-        _flusher.remove(self)
-        with self._writing:  # waits for a flush in progress
-            self._stopping = True
+        self._stop_flushing()
         self._running_now = None
+
+    def _stop_flushing(self) -> None:
+        """No periodic flush or heartbeat from now on; returns once a flush in progress has finished."""
+        _flusher.remove(self)
+        with self._writing:
+            self._stopping = True
 
     def end(self, result: RunResult) -> None:
         """Flush everything and record the outcome; raises StoreError on failure.
@@ -364,9 +368,7 @@ class StoreJournal:
         written: its batches commit with it (idempotently). Only when that
         last write fails too is the run left unfinished in the store.
         """
-        _flusher.remove(self)
-        with self._writing:  # waits for a flush in progress
-            self._stopping = True
+        self._stop_flushing()
         # The last attempts commit with the outcome: a short run costs one write at its end.
         progress = [*self._unwritten, *self._take_progress()]
         self._running_now = None  # the run's state is not kept past its end
