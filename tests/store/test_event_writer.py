@@ -94,3 +94,72 @@ def test_after_a_store_failure_every_event_of_the_transaction_has_it_and_nothing
     assert isinstance(outcomes[0], store.database.driver_errors)
     assert _count(store) == 0
     assert writer.commit([_item("plain", "key:after", {})])[0][1] is None  # a new connection works
+
+
+# -- SQLite: one statement per commit --------------------------------------------------------
+
+
+@pytest.fixture
+def sqlite_writer(tmp_path):
+    from partita.store import open_store
+
+    opened = open_store(f"sqlite:///{tmp_path / 'partita.db'}")
+    try:
+        yield opened, opened.event_store._writer  # noqa: SLF001
+    finally:
+        opened.close()
+
+
+def _traced(store: Any) -> list[str]:
+    """The statements SQLite runs on the store's shared write connection from now on."""
+    statements: list[str] = []
+    store.database.shared_writer.get().set_trace_callback(statements.append)
+    return statements
+
+
+@pytest.mark.parametrize("size", [1, 3])
+def test_on_sqlite_a_commit_is_one_statement_that_ends_its_own_transaction(sqlite_writer, tmp_path, size):
+    import sqlite3
+
+    store, writer = sqlite_writer
+    writer.commit([_item("plain", "key:warm", {})])
+    statements = _traced(store)
+
+    outcomes = writer.commit([_item("plain", f"key:{n}", {"n": n}) for n in range(size)])
+
+    assert all(outcome[1] is None for outcome in outcomes)
+    assert len(statements) == 1 and statements[0].startswith("INSERT INTO partita_events")
+    assert not store.database.shared_writer.get().in_transaction
+    other = sqlite3.connect(tmp_path / "partita.db", timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the write lock is free at once: the commit is over
+        other.execute("ROLLBACK")
+        assert other.execute("SELECT count(*) FROM partita_events").fetchone()[0] == size + 1
+    finally:
+        other.close()
+
+
+def test_events_without_a_dedupe_key_each_get_their_own_id(sqlite_writer):
+    store, writer = sqlite_writer
+
+    outcomes = writer.commit(
+        [_item("plain", None, {"n": 1}), _item("plain", "key:a", {"n": 2}), _item("plain", None, {"n": 3})]
+    )
+
+    assert [outcome[1] for outcome in outcomes] == [None, None, None]
+    stored = {event.id: event.extra["n"] for event in store.list_events()}
+    assert [stored[outcome[0]] for outcome in outcomes] == [1, 2, 3]
+
+
+def test_a_statement_interrupted_midway_writes_nothing_and_the_next_commit_works(sqlite_writer):
+    store, writer = sqlite_writer
+    writer.commit([_item("plain", "key:warm", {})])
+    store.database.shared_writer.get().set_progress_handler(lambda: 1, 1)  # SQLite stops the statement
+
+    outcomes = writer.commit([_item("plain", f"key:{n}", {"n": n}) for n in range(3)])
+
+    assert len({id(outcome) for outcome in outcomes}) == 1
+    assert "interrupted" in str(outcomes[0])
+    assert _count(store) == 1
+    assert writer.commit([_item("plain", "key:after", {})])[0][1] is None  # a new connection, without the handler
+    assert _count(store) == 2

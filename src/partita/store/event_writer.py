@@ -3,9 +3,11 @@
 Emission commits before every receipt returns; skipping pool checkout and
 statement construction keeps it close to the driver's own speed. One
 transaction carries one event, or several when threads emit at once
-(`GroupCommit` gathers them). On a SQLite file it writes on the process's
-shared write connection (`driver_writes.SharedConnection`); elsewhere each
-thread has its own, outside the engine's pool, kept, dropped and closed here.
+(`GroupCommit` gathers them). On SQLite that transaction is a single INSERT
+statement, however many events it carries. On a SQLite file it writes on the
+process's shared write connection (`driver_writes.SharedConnection`);
+elsewhere each thread has its own, outside the engine's pool, kept, dropped
+and closed here.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ class EventWriter:
         self._lookup_sql = database.driver_sql(
             f"SELECT id, timestamp, payload_hash FROM {events.name} WHERE dedupe_key = ?"
         )
+        self._columns = columns
+        self._many_sql: dict[int, str] = {}  # rows -> a SQLite INSERT of that many rows, returning their ids
 
     def _connection(self) -> Any:
         """This thread's connection, opened on its first event (with a cursor kept beside it on SQLite)."""
@@ -109,7 +113,11 @@ class EventWriter:
         item's outcome: nothing was written. Anything else propagates, with
         nothing written.
         """
-        outcomes: list[Any] = [None] * len(items)
+        if self._sqlite:
+            outcomes = self._in_one_statement(items)
+            if outcomes is not None:
+                return outcomes
+        outcomes = [None] * len(items)
         pending: Any = range(len(items))
         while pending:
             failed, error = self._transaction(items, pending, outcomes)
@@ -161,11 +169,87 @@ class EventWriter:
         except self._driver_errors as exc:
             return running[0], exc
         if self._sqlite:
-            if self._checkpointer is not None:
-                self._checkpointer.committed()
-            if inserted:
-                self._database.events_committed(inserted)
+            self._committed(inserted)
         return None, None
+
+    def _committed(self, inserted: list[str]) -> None:
+        """After a SQLite commit: a checkpoint soon, and the daemons following ``inserted`` assets woken."""
+        if self._checkpointer is not None:
+            self._checkpointer.committed()
+        if inserted:
+            self._database.events_committed(inserted)
+
+    def _in_one_statement(self, items: list[tuple[tuple[Any, ...], str | None]]) -> list[Any] | None:
+        """SQLite: write ``items`` with one INSERT that is its own transaction; their outcomes.
+
+        One statement instead of BEGIN, an INSERT per row and COMMIT: each
+        is a call that releases the interpreter's lock and must take it back
+        while other emitting threads hold it. None when it cannot tell the
+        items apart (a row the database refuses, several without a dedupe
+        key): `commit` then writes them in a transaction, a statement each.
+        """
+        count = len(items)
+        if count > 1 and sum(dedupe_key is None for _, dedupe_key in items) > 1:
+            return None  # RETURNING names each new row by its dedupe key
+        with SQLITE_WRITE_GATE:
+            cursor = self._sqlite_cursor()
+            try:
+                if count == 1:
+                    row, dedupe_key = items[0]
+                    cursor.execute(self._insert_sql, row)
+                    new_ids = {dedupe_key: cursor.lastrowid} if cursor.rowcount == 1 else {}
+                else:
+                    values = [value for row, _ in items for value in row]
+                    new_ids = dict(cursor.execute(self._insert_many_sql(count), values).fetchall())
+            except BaseException as exc:
+                if cursor.connection.in_transaction:  # interrupted before the statement ended: nothing is written
+                    with contextlib.suppress(sqlite3.Error):
+                        cursor.execute("ROLLBACK")
+                if isinstance(exc, self._row_errors):
+                    return None  # `commit` finds the row in a transaction of its own
+                if not isinstance(exc, self._driver_errors):
+                    raise
+                self.drop()  # the next transaction reconnects
+                return [exc] * count
+            outcomes, inserted = self._new_or_stored(cursor, items, new_ids)
+        self._committed(inserted)
+        return outcomes
+
+    def _new_or_stored(
+        self, cursor: Any, items: list[tuple[tuple[Any, ...], str | None]], new_ids: dict[str | None, int]
+    ) -> tuple[list[Any], list[str]]:
+        """Each item's outcome once its INSERT committed, and the assets of the new events.
+
+        An item whose dedupe key was already taken (earlier, or by an item
+        before it in the same statement) gets the stored event. Events are
+        never deleted, so that read needs no transaction with the INSERT.
+        """
+        outcomes: list[Any] = []
+        inserted: list[str] = []
+        for row, dedupe_key in items:
+            new_id = new_ids.pop(dedupe_key, None)
+            if new_id is not None:
+                outcomes.append((new_id, None))
+                inserted.append(row[0])
+                continue
+            try:  # fetchall: the read ends here, holding no snapshot open on the write connection
+                stored = cursor.execute(self._lookup_sql, (dedupe_key,)).fetchall()
+            except self._driver_errors as exc:
+                outcomes.append(exc)
+                continue
+            outcomes.append((None, stored[0] if stored else None))
+        return outcomes, inserted
+
+    def _insert_many_sql(self, count: int) -> str:
+        """An INSERT of ``count`` rows returning the (dedupe key, id) of each new one."""
+        sql = self._many_sql.get(count)
+        if sql is None:
+            row = f"({', '.join('?' * len(self._columns))})"
+            sql = self._many_sql[count] = (
+                f"INSERT INTO {events.name} ({', '.join(self._columns)}) VALUES {', '.join([row] * count)} "
+                "ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING dedupe_key, id"
+            )
+        return sql
 
     def _insert_sqlite(
         self,
