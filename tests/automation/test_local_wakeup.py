@@ -65,7 +65,8 @@ def test_a_published_event_wakes_the_daemon_long_before_its_poll(tmp_path: Path)
     assert list(wakeup_folder(f"{tmp_path}/partita.db").iterdir()) == []  # the daemon's marker left with it
 
 
-def test_outlet_events_of_a_run_in_another_store_handle_wake_the_daemon(tmp_path: Path) -> None:
+@pytest.mark.parametrize("keys", [1, 12])  # one outlet, and a batch SQLite takes as one JSON text
+def test_outlet_events_of_a_run_in_another_store_handle_wake_the_daemon(tmp_path: Path, keys: int) -> None:
     started = threading.Event()
     flow, registry = _flow(started)
     url = f"sqlite:///{tmp_path}/partita.db"
@@ -73,7 +74,7 @@ def test_outlet_events_of_a_run_in_another_store_handle_wake_the_daemon(tmp_path
         daemon = TriggerDaemon([flow], store, poll_interval=POLL_SECONDS)
         with _serving(daemon):
             producer = p.Flow(["raw"], registry=registry, store=producer_store)
-            assert producer.run({"partition_keys": ["2024-01-02"]}).succeeded
+            assert producer.run({"partition_keys": [f"2024-01-{day:02d}" for day in range(1, keys + 1)]}).succeeded
             assert started.wait(10)
 
 

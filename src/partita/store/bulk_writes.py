@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import Boolean, Connection, Float, Integer
 
-__all__ = ["RowShape", "Upsert", "insert_rows", "upsert_rows", "upsert_statements"]
+__all__ = ["RowShape", "Upsert", "insert_rows", "sqlite_json_batch", "upsert_rows", "upsert_statements"]
 
 _PG_ARRAY_TYPES = {Float: "float8[]", Integer: "int8[]", Boolean: "bool[]"}
 #: ``->>`` (a JSON value as its SQL value) arrived in SQLite 3.38.
@@ -61,7 +62,16 @@ def upsert_statements(table: Any, keys: tuple[str, ...], only: set[str] | None, 
     return Upsert(f"{into} VALUES ({', '.join('?' * len(names))}) {conflict}", json_sql)
 
 
-def _as_json(rows: list[tuple[Any, ...]]) -> str | None:
+def sqlite_json_batch(rows: Sequence[tuple[Any, ...]]) -> str | None:
+    """The rows as one JSON text for SQLite's ``json_each``; None where ``executemany`` is the way.
+
+    That is: a SQLite without ``->>``, fewer than `_JSON_MIN_ROWS` rows, or
+    a value JSON would not carry exactly.
+    """
+    return _as_json(rows) if _SQLITE_JSON and len(rows) >= _JSON_MIN_ROWS else None
+
+
+def _as_json(rows: Sequence[tuple[Any, ...]]) -> str | None:
     """The rows as one JSON array, or None when JSON would not carry every value exactly."""
     try:
         text = json.dumps(rows, ensure_ascii=False, allow_nan=False)
@@ -135,7 +145,7 @@ def insert_rows(
                 for row in rows:
                     copy.write_row(row)
         return
-    batch = _as_json(rows) if _SQLITE_JSON and len(rows) >= _JSON_MIN_ROWS else None
+    batch = sqlite_json_batch(rows)
     if batch is not None:
         carried = [f"value->>{index}" for index in range(len(shape.columns))]
         select = ", ".join(carried + ["?"] * len(shape.constants))

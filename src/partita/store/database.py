@@ -273,6 +273,11 @@ class Database:
         if assets:
             self.events_committed(assets)
 
+    def events_written(self, connection: Any, assets: Iterable[str]) -> None:
+        """The write transaction of ``connection`` inserted events of ``assets``: announced once it commits."""
+        if self._wakeup is not None:
+            connection.info.setdefault(_EVENTS_WRITTEN, set()).update(assets)
+
     def events_committed(self, assets: Iterable[str]) -> None:
         """Events of ``assets`` committed: wake the daemons on this machine (SQLite; PostgreSQL notifies)."""
         if self._wakeup is not None:
@@ -333,9 +338,8 @@ class Database:
         ``shape`` names the columns rows carry when they are not whole rows.
         Events rows carry their asset first.
         """
-        if table is events and self._wakeup is not None and rows:
-            # Announced once the write transaction commits (`write`).
-            connection.info.setdefault(_EVENTS_WRITTEN, set()).update(row[0] for row in rows)
+        if table is events and rows:
+            self.events_written(connection, (row[0] for row in rows))
         insert_rows(connection, self._dialect, table, rows, skip, self._copy_types, shape)
 
     def upsert(self, connection: Connection, upsert: Upsert, rows: list[tuple[Any, ...]]) -> None:

@@ -288,12 +288,13 @@ class StoreJournal:
                 outlet = attempt.status is AttemptStatus.SUCCESS and attempt.asset_name not in self._producers
                 plain = is_plain_success(attempt)
                 text = key_text_of(attempt, self._formats.get(attempt.asset_name)) if outlet or plain else None
+                # The outlet event joins the transaction that records the success (a plain one carries it).
                 if plain:
-                    rows.attempts.append(success_row(attempt, text if self._record_keys else None))
+                    rows.attempts.append(success_row(attempt, text, self._record_keys, outlet))
                 else:
                     rows.records.append(attempt_record_of(attempt, self._key_text_of(attempt.asset_name)))
-                if outlet:  # the outlet event joins the transaction that records the success
-                    rows.outlets.append(outlet_row(attempt, text, now))
+                    if outlet:
+                        rows.outlets.append(outlet_row(attempt, text, now))
             else:  # a retry: the attempt stays running, with the invocation that failed
                 key = (event.asset_name, event.index)
                 (updates if key in written else fresh).records.append(self._retrying(event))

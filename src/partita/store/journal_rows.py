@@ -2,28 +2,35 @@
 
 A plain success (one invocation, no failure) is most of what a run records,
 and building an `AttemptRecord` and an `EventDraft` for each one cost more
-than the database takes to store them. Here such an attempt becomes its
-attempts row, and every success its outlet events row, as plain tuples of
-the columns that vary (`SUCCESS_COLUMNS`, `OUTLET_COLUMNS`); the run id and
-the columns every such row shares are bound once per batch (their
-`RowShape`). `run_rows._attempt_row` and `rows.event_row` build the same
-rows whole from records and drafts. Attempts with retries, failures or
-blockers keep the record path: they carry invocation rows too.
+than the database takes to store them. Here such an attempt becomes one
+plain tuple (`success_row`) that carries both its attempts row and its
+outlet event. On SQLite one JSON text of a batch of them feeds both inserts,
+which work out the duration and the outlet's columns themselves: the journal
+encodes each success once, and no float it can derive (a float's text is the
+dearest part of the encoding). Elsewhere `success_attempt_rows` and
+`success_outlet_rows` expand them into the columns that vary
+(`SUCCESS_COLUMNS`, `OUTLET_COLUMNS`); the run id and the columns every such
+row shares are bound once per batch (their `RowShape`).
+`run_rows._attempt_row` and `rows.event_row` build the same rows whole from
+records and drafts. Attempts with retries, failures or blockers keep the
+record path: they carry invocation rows too.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from partita.events.model import SourceKind
 from partita.results.model import AttemptResult, AttemptStatus
 from partita.results.record import RESOLUTION_TEXT
 from partita.store.bulk_writes import RowShape
+from partita.store.schema import attempts, events
 
 __all__ = [
-    "OUTLET_COLUMNS", "SUCCESS_COLUMNS", "is_plain_success", "key_text_of", "outlet_row", "outlet_shape", "success_row",
+    "OUTLET_COLUMNS", "SQLITE_SUCCESS_ATTEMPTS", "SQLITE_SUCCESS_OUTLETS", "SUCCESS_COLUMNS", "is_plain_success",
+    "key_text_of", "outlet_row", "outlet_shape", "success_attempt_rows", "success_outlet_rows", "success_row",
     "success_shape",
 ]  # fmt: skip
 
@@ -45,18 +52,37 @@ SUCCESS_COLUMNS = (
 
 
 def success_shape(run_id: str) -> RowShape:
-    """The `RowShape` of `success_row` rows of run ``run_id``."""
+    """The `RowShape` of `success_attempt_rows` rows of run ``run_id``."""
     return RowShape(SUCCESS_COLUMNS, (("run_id", run_id), ("status", "success"), ("invocations", 1)))
 
 
-def success_row(attempt: AttemptResult, key_text: str | None) -> tuple[Any, ...]:
-    """The attempts row of a plain success, in `SUCCESS_COLUMNS` (``key_text`` only when the run records keys)."""
+def success_row(attempt: AttemptResult, key_text: str | None, record_key: bool, announced: bool) -> tuple[Any, ...]:
+    """A plain success as one tuple: its attempts row and its outlet event (when ``announced``).
+
+    In order: asset, index, key present, the key text its attempts row
+    records (``key_text`` when ``record_key``), start, end, resolution,
+    materialization id, the key text of its outlet event, whether it has one.
+    The duration and the outlet's other columns follow from these.
+    """
     only = attempt.invocations[0]
-    started, finished = only.started_at, only.finished_at
     return (
-        attempt.asset_name, attempt.index, attempt.partition_key_present, key_text, started, finished,
-        finished - started, RESOLUTION_TEXT[attempt.resolution], attempt.materialization_id,
+        attempt.asset_name, attempt.index, attempt.partition_key_present, key_text if record_key else None,
+        only.started_at, only.finished_at, RESOLUTION_TEXT[attempt.resolution], attempt.materialization_id,
+        key_text, announced,
     )  # fmt: skip
+
+
+def success_attempt_rows(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """`success_row` rows as attempts rows, in `SUCCESS_COLUMNS`."""
+    return [
+        (asset, index, present, key, started, finished, finished - started, resolution, materialization)
+        for asset, index, present, key, started, finished, resolution, materialization, _, _ in rows
+    ]
+
+
+def success_outlet_rows(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The outlet events rows of the announced `success_row` rows, in `OUTLET_COLUMNS`."""
+    return [(row[0], row[8], _outlet_extra(row[7]), row[5], row[0], row[2], 1) for row in rows if row[9]]
 
 
 def key_text_of(attempt: AttemptResult, format_key: Callable[[Any], str] | None) -> str | None:
@@ -79,9 +105,31 @@ def outlet_row(attempt: AttemptResult, key_text: str | None, now: float) -> tupl
     Written exactly once, with the success it announces: it needs no dedupe
     identity. ``now`` stands in for an attempt without invocations (reused).
     """
-    materialization_id = attempt.materialization_id
-    extra = "{}" if materialization_id is None else json.dumps({"materialization_id": materialization_id}, separators=_TIGHT)
+    extra = _outlet_extra(attempt.materialization_id)
     invocations = attempt.invocations
     timestamp = invocations[-1].finished_at if invocations else now
     asset = attempt.asset_name
     return (asset, key_text, extra, timestamp, asset, attempt.partition_key_present, len(invocations) or None)
+
+
+def _outlet_extra(materialization_id: str | None) -> str:
+    """An outlet event's ``extra``: the materialization it announces, if any."""
+    if materialization_id is None:
+        return "{}"
+    return json.dumps({"materialization_id": materialization_id}, separators=_TIGHT)
+
+
+#: SQLite statements that write a batch of `success_row` rows given as one JSON text (``value->>N`` is a row's
+#: Nth value), with the run id bound first: the attempts rows, then the outlet events of the announced ones
+#: (``extra`` as `_outlet_extra` builds it).
+SQLITE_SUCCESS_ATTEMPTS = (
+    f"INSERT INTO {attempts.name} ({', '.join(SUCCESS_COLUMNS)}, run_id, status, invocations) "
+    "SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>5 - value->>4, value->>6, "
+    "value->>7, ?, 'success', 1 FROM json_each(?)"
+)
+SQLITE_SUCCESS_OUTLETS = (
+    f"INSERT INTO {events.name} ({', '.join(OUTLET_COLUMNS)}, source_kind, source_run_id) "
+    "SELECT value->>0, value->>8, CASE WHEN value->>7 IS NULL THEN '{}' "
+    "ELSE json_object('materialization_id', value->>7) END, value->>5, value->>0, value->>2, 1, "
+    f"'{_OUTLET}', ? FROM json_each(?) WHERE value->>9"
+)

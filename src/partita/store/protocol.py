@@ -86,9 +86,9 @@ class ProgressBatch:
     replay: bool = False
     #: Attempt log lines (and cuts) written in the same transaction.
     logs: LogBatch | None = None
-    #: Attempts rows built already (a journal's plain successes), in `journal_rows.SUCCESS_COLUMNS`.
+    #: A journal's plain successes, each with its outlet event (`journal_rows.success_row`).
     attempt_rows: Sequence[tuple[Any, ...]] = ()
-    #: Outlet events rows built already, in `journal_rows.OUTLET_COLUMNS`.
+    #: Other outlet events rows built already, in `journal_rows.OUTLET_COLUMNS`.
     outlet_rows: Sequence[tuple[Any, ...]] = ()
 
 

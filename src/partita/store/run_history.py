@@ -22,8 +22,16 @@ from partita.execution.attempt_logs import LogBatch
 from partita.results.record import AttemptRecord, TaskRecord
 from partita.store.attempt_log_rows import read_logs, write_logs
 from partita.store.attempt_states import read_failed_or_running, read_key_attempts, read_unkeyed_attempts
+from partita.store.bulk_writes import sqlite_json_batch
 from partita.store.database import Database
-from partita.store.journal_rows import outlet_shape, success_shape
+from partita.store.journal_rows import (
+    SQLITE_SUCCESS_ATTEMPTS,
+    SQLITE_SUCCESS_OUTLETS,
+    outlet_shape,
+    success_attempt_rows,
+    success_outlet_rows,
+    success_shape,
+)
 from partita.store.liveness import owner_is_alive
 from partita.store.protocol import (
     AttemptQuery,
@@ -155,25 +163,27 @@ class SqlRunHistory:
             # Before the attempts: the lines a body logged are stored no later than its outcome.
             write_logs(database, connection, run_id, batch.logs, replay)
         attempt_rows, invocation_rows = progress_rows(run_id, batch.attempts)
-        successes = list(batch.attempt_rows)
+        successes = batch.attempt_rows
         if not attempt_rows and not successes:
             return
+        # Outlet events commit in the same transaction as the successes they announce.
+        built = list(batch.outlet_rows)
         if batch.new and not replay:
             if attempt_rows:
                 database.insert(connection, attempts, attempt_rows)
-            if successes:
-                database.insert(connection, attempts, successes, shape=success_shape(run_id))
+            if successes and not self._successes_from_json(connection, run_id, successes):
+                database.insert(connection, attempts, success_attempt_rows(successes), shape=success_shape(run_id))
+                built[:0] = success_outlet_rows(successes)
             if invocation_rows:
                 database.insert(connection, invocations, invocation_rows)
         else:  # an upsert takes whole rows
             if successes:
-                attempt_rows.extend(success_shape(run_id).in_table_order(attempts, successes))
+                attempt_rows.extend(success_shape(run_id).in_table_order(attempts, success_attempt_rows(successes)))
+                built[:0] = success_outlet_rows(successes)
             database.upsert(connection, self._upsert_attempts, attempt_rows)
             if invocation_rows:
                 database.upsert(connection, self._upsert_invocations, invocation_rows)
-        # Outlet events commit in the same transaction as the successes they announce.
         outlets = [event_row(draft) for draft in batch.outlets] if batch.outlets else []
-        built = list(batch.outlet_rows)
         if replay and (outlets or built):  # both kinds of rows carry (asset, partition_key) first
             stored = self._stored_outlets(connection, run_id, {row[0] for row in (*outlets, *built)})
             outlets = [row for row in outlets if (row[0], row[1]) not in stored]
@@ -182,6 +192,20 @@ class SqlRunHistory:
             database.insert(connection, events, outlets, skip=1)
         if built:
             database.insert(connection, events, built, shape=outlet_shape(run_id))
+
+    def _successes_from_json(self, connection: Any, run_id: str, rows: Sequence[tuple[Any, ...]]) -> bool:
+        """SQLite: write plain successes (`journal_rows.success_row`) and their outlet events from one JSON text.
+
+        False where that does not apply (another backend, a small batch): the
+        caller writes them as rows.
+        """
+        batch = sqlite_json_batch(rows) if self._database.dialect == "sqlite" else None
+        if batch is None:
+            return False
+        connection.exec_driver_sql(SQLITE_SUCCESS_ATTEMPTS, (run_id, batch))
+        connection.exec_driver_sql(SQLITE_SUCCESS_OUTLETS, (run_id, batch))
+        self._database.events_written(connection, {row[0] for row in rows if row[9]})
+        return True
 
     def _stored_outlets(self, connection: Any, run_id: str, assets: set[str]) -> set[tuple[str, str | None]]:
         """The (asset, key) outlet events of ``assets`` the run stored already: a run announces each success once."""

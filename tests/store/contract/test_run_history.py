@@ -448,3 +448,44 @@ def test_a_finished_run_is_never_interrupted_whoever_owned_it(run_history):
 
     assert run_history.get_run("d" * 32).status == "success"
     assert run_history.list_runs(status="interrupted") == []
+
+
+# -- a journal's plain successes -------------------------------------------------------------------
+
+
+def _plain_success(index: int, record_keys: bool) -> tuple[object, ...]:
+    """A `journal_rows.success_row` tuple: every fifth one is not announced (a producer's), every other is materialized."""
+    started = 1_700_000_000.1 + index * 0.37
+    key = f"tenant-ü/{index}"
+    materialization = f"mat-{index}" if index % 2 == 0 else None
+    return (
+        "load", index, True, key if record_keys else None, started, started + 0.0123 * (index + 1), "executed",
+        materialization, key, index % 5 != 4,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("record_keys", [False, True])
+@pytest.mark.parametrize("size", [3, 12])  # below and above the batch SQLite takes as one JSON text
+def test_plain_successes_store_their_attempts_and_the_outlets_they_announce(run_history, event_store, size, record_keys):
+    start_run(run_history, RUN, NOW, plan=keyed_plan_document(KEYS), record_partition_keys=record_keys)
+    rows = [_plain_success(index, record_keys) for index in range(size)]
+
+    run_history.record_batch(RUN, ProgressBatch((), True, attempt_rows=rows))
+    run_history.record_batch(RUN, ProgressBatch((), True, attempt_rows=rows, replay=True))  # writes nothing twice
+
+    (load,) = [task for task in run_history.get_tasks(RUN) if task.asset == "load"]
+    assert [attempt.index for attempt in load.attempts] == list(range(size))
+    for attempt, row in zip(load.attempts, rows, strict=True):
+        _, _, _, key, started, finished, resolution, materialization, _, _ = row
+        assert (attempt.status, attempt.partition_key, attempt.resolution) == ("success", key, resolution)
+        assert (attempt.started_at, attempt.finished_at, attempt.duration) == (started, finished, finished - started)
+        assert attempt.materialization_id == materialization
+        assert [(invocation.number, invocation.succeeded) for invocation in attempt.invocations] == [(1, True)]
+    outlets = event_store.list_events(run_id=RUN, kinds=[SourceKind.OUTLET])
+    announced = [row for row in rows if row[9]]
+    assert [(event.asset, event.partition_key) for event in outlets] == [("load", row[8]) for row in announced]
+    for event, row in zip(outlets, announced, strict=True):
+        assert event.timestamp == dt.datetime.fromtimestamp(row[5], dt.UTC)
+        assert event.extra == ({} if row[7] is None else {"materialization_id": row[7]})
+        assert (event.source.kind, event.source.run_id, event.source.asset) == (SourceKind.OUTLET, RUN, "load")
+        assert (event.source.partition_key_present, event.source.invocation) == (True, 1)
