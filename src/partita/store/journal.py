@@ -272,15 +272,18 @@ class StoreJournal:
         running = self._in_flight()
         if not batch and not running:
             return []
-        finished = {
-            (event.attempt.asset_name, event.attempt.index) for event in batch if type(event) is AttemptFinished
-        }
+        # In flight when listed, finished in this batch: nothing to write as running. A run's concurrency
+        # bounds the list, so the check costs a lookup in a small set per finished attempt.
+        listed = {(attempt.asset_name, attempt.index) for attempt in running}
+        finished: set[tuple[str, int]] = set()
         fresh, updates = _Rows(), _Rows()
         written, now = self._written, time.time()
         for event in batch:
             if type(event) is AttemptFinished:
                 attempt = event.attempt
                 key = (attempt.asset_name, attempt.index)
+                if key in listed:
+                    finished.add(key)
                 rows = updates if key in written else fresh
                 written.pop(key, None)
                 if self._retries:
