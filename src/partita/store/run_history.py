@@ -17,22 +17,14 @@ from sqlalchemy import Connection, and_, false, func, or_, select
 
 from partita.definitions.launch import Tags
 from partita.errors import UnknownRunError
-from partita.events.model import EventDraft, SourceKind
+from partita.events.model import EventDraft
 from partita.execution.attempt_logs import LogBatch
 from partita.results.record import AttemptRecord, TaskRecord
-from partita.store.attempt_log_rows import read_logs, write_logs
+from partita.store.attempt_log_rows import read_logs
 from partita.store.attempt_states import read_failed_or_running, read_key_attempts, read_unkeyed_attempts
-from partita.store.bulk_writes import sqlite_json_batch
 from partita.store.database import Database
-from partita.store.journal_rows import (
-    SQLITE_SUCCESS_ATTEMPTS,
-    SQLITE_SUCCESS_OUTLETS,
-    outlet_shape,
-    success_attempt_rows,
-    success_outlet_rows,
-    success_shape,
-)
 from partita.store.liveness import owner_is_alive
+from partita.store.progress_writes import ProgressWriter
 from partita.store.protocol import (
     AttemptQuery,
     CancelOutcome,
@@ -47,18 +39,16 @@ from partita.store.protocol import (
     StoredRun,
 )
 from partita.store.retries import retry_transient
-from partita.store.rows import event_row
 from partita.store.run_rows import (
     RUN_START_COLUMNS,
     attempt_records,
     filtered,
-    progress_rows,
     replayed,
     run_start_row,
     stored_run,
     task_records,
 )
-from partita.store.schema import FINISH_RUN_REQUESTS, attempts, events, invocations, run_tags, runs
+from partita.store.schema import FINISH_RUN_REQUESTS, attempts, invocations, run_tags, runs
 
 __all__ = ["MIN_RUN_ID_PREFIX", "SqlRunHistory"]
 
@@ -91,12 +81,11 @@ class SqlRunHistory:
             f"UPDATE {runs.name} SET cancel_requested_at = ? "
             "WHERE run_id = ? AND status = 'running' AND cancel_requested_at IS NULL"
         )
-        # Upserts as driver SQL: rows go to ``executemany`` as plain tuples;
+        # Driver SQL: rows go to ``executemany`` as plain tuples;
         # skipping per-row parameter processing halves the writer's cost.
         self._finish_requests_sql = database.driver_sql(FINISH_RUN_REQUESTS)
         self._tags_sql = database.driver_sql(f"INSERT INTO {run_tags.name} (run_id, key, value) VALUES (?, ?, ?)")
-        self._upsert_attempts = database.upsert_sql(attempts, ("run_id", "asset", "idx"))
-        self._upsert_invocations = database.upsert_sql(invocations, ("run_id", "asset", "idx", "number"))
+        self._progress = ProgressWriter(database)
 
     # -- writing -----------------------------------------------------------------
 
@@ -145,77 +134,10 @@ class SqlRunHistory:
 
         def write(number: int) -> None:
             with self._database.driver_write() as connection:
-                self._write_progress(connection, run_id, replayed(batch) if number else batch)
+                self._progress.write(connection, run_id, replayed(batch) if number else batch)
 
         with self._failures("record attempts"):
             retry_transient(write)
-
-    def _write_progress(self, connection: Any, run_id: str, batch: ProgressBatch) -> None:
-        """Attempt, invocation and outlet rows of one batch.
-
-        A replay (a retry, or a batch whose earlier write had an unknown
-        outcome) writes idempotently: attempts and invocations are upserted
-        and outlet events already stored for their attempt are left out.
-        """
-        replay = batch.replay
-        database = self._database
-        if batch.logs:
-            # Before the attempts: the lines a body logged are stored no later than its outcome.
-            write_logs(database, connection, run_id, batch.logs, replay)
-        attempt_rows, invocation_rows = progress_rows(run_id, batch.attempts)
-        successes = batch.attempt_rows
-        if not attempt_rows and not successes:
-            return
-        # Outlet events commit in the same transaction as the successes they announce.
-        built = list(batch.outlet_rows)
-        if batch.new and not replay:
-            if attempt_rows:
-                database.insert(connection, attempts, attempt_rows)
-            if successes and not self._successes_from_json(connection, run_id, successes):
-                database.insert(connection, attempts, success_attempt_rows(successes), shape=success_shape(run_id))
-                built[:0] = success_outlet_rows(successes)
-            if invocation_rows:
-                database.insert(connection, invocations, invocation_rows)
-        else:  # an upsert takes whole rows
-            if successes:
-                attempt_rows.extend(success_shape(run_id).in_table_order(attempts, success_attempt_rows(successes)))
-                built[:0] = success_outlet_rows(successes)
-            database.upsert(connection, self._upsert_attempts, attempt_rows)
-            if invocation_rows:
-                database.upsert(connection, self._upsert_invocations, invocation_rows)
-        outlets = [event_row(draft) for draft in batch.outlets] if batch.outlets else []
-        if replay and (outlets or built):  # both kinds of rows carry (asset, partition_key) first
-            stored = self._stored_outlets(connection, run_id, {row[0] for row in (*outlets, *built)})
-            outlets = [row for row in outlets if (row[0], row[1]) not in stored]
-            built = [row for row in built if (row[0], row[1]) not in stored]
-        if outlets:
-            database.insert(connection, events, outlets, skip=1)
-        if built:
-            database.insert(connection, events, built, shape=outlet_shape(run_id))
-
-    def _successes_from_json(self, connection: Any, run_id: str, rows: Sequence[tuple[Any, ...]]) -> bool:
-        """SQLite: write plain successes (`journal_rows.success_row`) and their outlet events from one JSON text.
-
-        False where that does not apply (another backend, a small batch): the
-        caller writes them as rows.
-        """
-        batch = sqlite_json_batch(rows) if self._database.dialect == "sqlite" else None
-        if batch is None:
-            return False
-        connection.exec_driver_sql(SQLITE_SUCCESS_ATTEMPTS, (run_id, batch))
-        connection.exec_driver_sql(SQLITE_SUCCESS_OUTLETS, (run_id, batch))
-        self._database.events_written(connection, {row[0] for row in rows if row[9]})
-        return True
-
-    def _stored_outlets(self, connection: Any, run_id: str, assets: set[str]) -> set[tuple[str, str | None]]:
-        """The (asset, key) outlet events of ``assets`` the run stored already: a run announces each success once."""
-        names = sorted(assets)
-        query = (
-            f"SELECT asset, partition_key FROM {events.name} WHERE source_run_id = ? AND source_kind = ? "
-            f"AND asset IN ({', '.join('?' * len(names))})"
-        )
-        rows = connection.exec_driver_sql(self._database.driver_sql(query), (run_id, SourceKind.OUTLET.value, *names))
-        return {(asset, key) for asset, key in rows}
 
     def record_heartbeat(self, run_id: str, at: float) -> None:
         """Tell other hosts the run's owner is alive at ``at``."""
@@ -235,7 +157,7 @@ class SqlRunHistory:
         def write(number: int) -> None:
             with self._database.driver_write() as connection:
                 for batch in progress:
-                    self._write_progress(connection, end.run_id, replayed(batch) if number else batch)
+                    self._progress.write(connection, end.run_id, replayed(batch) if number else batch)
                 connection.exec_driver_sql(self._run_end_sql, values)
                 if end.serves_trigger_flow is not None:
                     requests = (finished, end.serves_trigger_flow, end.run_id)
