@@ -163,3 +163,87 @@ def test_a_statement_interrupted_midway_writes_nothing_and_the_next_commit_works
     assert _count(store) == 1
     assert writer.commit([_item("plain", "key:after", {})])[0][1] is None  # a new connection, without the handler
     assert _count(store) == 2
+
+
+class _StopsBeforeItsRowsAreRead:
+    """The shared connection's cursor, interrupted (as by Ctrl-C) after a RETURNING statement began, before its rows."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+        self.connection = cursor.connection
+        self._interrupted = False
+
+    def execute(self, statement: str, parameters: Any = ()) -> Any:
+        self._cursor.execute(statement, parameters)
+        return self
+
+    def fetchall(self) -> Any:
+        if not self._interrupted:
+            self._interrupted = True
+            raise KeyboardInterrupt
+        return self._cursor.fetchall()
+
+
+def test_an_emission_interrupted_before_its_rows_are_read_writes_nothing_and_holds_no_lock(sqlite_writer, tmp_path):
+    import sqlite3
+
+    store, writer = sqlite_writer
+    writer.commit([_item("plain", "key:warm", {})])
+    shared = store.database.shared_writer.get()
+    kept = shared.cursor()
+    writer._shared_cursor = (shared, _StopsBeforeItsRowsAreRead(kept))  # noqa: SLF001
+
+    with pytest.raises(KeyboardInterrupt):
+        writer.commit([_item("plain", f"key:{n}", {"n": n}) for n in range(3)])
+
+    assert not shared.in_transaction
+    other = sqlite3.connect(tmp_path / "partita.db", timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the write lock is free
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+    writer._shared_cursor = (shared, kept)  # noqa: SLF001
+    assert _count(store) == 1  # nothing of the interrupted statement, now or when its cursor is used again
+    again = writer.commit([_item("plain", f"key:{n}", {"n": n}) for n in range(3)])
+    assert all(outcome[1] is None for outcome in again)  # new events, not duplicates of a late commit
+    assert _count(store) == 4
+
+
+def test_a_store_that_cannot_be_reopened_fails_the_events_and_does_not_raise(sqlite_writer, monkeypatch):
+    import sqlite3
+
+    store, writer = sqlite_writer
+    writer.commit([_item("plain", "key:warm", {})])
+    shared = store.database.shared_writer
+    reconnect = shared.connect
+    shared.drop()
+
+    def unable() -> sqlite3.Connection:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(shared, "connect", unable)
+    outcomes = writer.commit([_item("plain", f"key:{n}", {"n": n}) for n in range(3)])
+
+    assert all(isinstance(outcome, sqlite3.OperationalError) for outcome in outcomes)
+    monkeypatch.setattr(shared, "connect", reconnect)
+    assert writer.commit([_item("plain", "key:after", {})])[0][1] is None
+    assert _count(store) == 2
+
+
+def test_an_in_memory_store_writes_each_event_in_a_transaction_of_its_own(tmp_path):
+    from partita.store import open_store
+
+    store = open_store("sqlite://")
+    try:
+        writer = store.event_store._writer  # noqa: SLF001
+        statements: list[str] = []
+        writer._connection().set_trace_callback(statements.append)  # noqa: SLF001 - the engine's one connection
+
+        outcomes = writer.commit([_item("plain", "key:a", {}), _item("plain", "key:b", {})])
+
+        assert all(outcome[1] is None for outcome in outcomes)
+        assert statements[0] == "BEGIN IMMEDIATE"  # an INSERT alone could join a reader's open transaction
+        assert _count(store) == 2
+    finally:
+        store.close()

@@ -3,11 +3,12 @@
 Emission commits before every receipt returns; skipping pool checkout and
 statement construction keeps it close to the driver's own speed. One
 transaction carries one event, or several when threads emit at once
-(`GroupCommit` gathers them). On SQLite that transaction is a single INSERT
-statement, however many events it carries. On a SQLite file it writes on the
+(`GroupCommit` gathers them). On a SQLite file that transaction is a single
+INSERT statement, however many events it carries (a refused row, and a few
+other cases, take an explicit transaction of a statement per row), on the
 process's shared write connection (`driver_writes.SharedConnection`);
-elsewhere each thread has its own, outside the engine's pool, kept, dropped
-and closed here.
+elsewhere each thread has its own connection, outside the engine's pool,
+kept, dropped and closed here.
 """
 
 from __future__ import annotations
@@ -180,20 +181,26 @@ class EventWriter:
             self._database.events_committed(inserted)
 
     def _in_one_statement(self, items: list[tuple[tuple[Any, ...], str | None]]) -> list[Any] | None:
-        """SQLite: write ``items`` with one INSERT that is its own transaction; their outcomes.
+        """SQLite file: write ``items`` with one INSERT that is its own transaction; their outcomes.
 
         One statement instead of BEGIN, an INSERT per row and COMMIT: each
         is a call that releases the interpreter's lock and must take it back
-        while other emitting threads hold it. None when it cannot tell the
-        items apart (a row the database refuses, several without a dedupe
-        key): `commit` then writes them in a transaction, a statement each.
+        while other emitting threads hold it. None where `commit` must write
+        them in a transaction, a statement each: a row the database refuses
+        (that transaction finds it), several items without a dedupe key (the
+        RETURNING rows name each new event by its key), an in-memory store
+        or a transaction already open on the connection (an INSERT would
+        silently join it; BEGIN refuses it, as it always did).
         """
         count = len(items)
-        if count > 1 and sum(dedupe_key is None for _, dedupe_key in items) > 1:
-            return None  # RETURNING names each new row by its dedupe key
+        if self._shared is None or (count > 1 and sum(dedupe_key is None for _, dedupe_key in items) > 1):
+            return None
         with SQLITE_WRITE_GATE:
-            cursor = self._sqlite_cursor()
+            cursor = None
             try:
+                cursor = self._sqlite_cursor()
+                if cursor.connection.in_transaction:
+                    return None
                 if count == 1:
                     row, dedupe_key = items[0]
                     cursor.execute(self._insert_sql, row)
@@ -202,11 +209,10 @@ class EventWriter:
                     values = [value for row, _ in items for value in row]
                     new_ids = dict(cursor.execute(self._insert_many_sql(count), values).fetchall())
             except BaseException as exc:
-                if cursor.connection.in_transaction:  # interrupted before the statement ended: nothing is written
-                    with contextlib.suppress(sqlite3.Error):
-                        cursor.execute("ROLLBACK")
+                if cursor is not None:
+                    self._abandon(cursor, returning=count > 1)
                 if isinstance(exc, self._row_errors):
-                    return None  # `commit` finds the row in a transaction of its own
+                    return None
                 if not isinstance(exc, self._driver_errors):
                     raise
                 self.drop()  # the next transaction reconnects
@@ -215,17 +221,40 @@ class EventWriter:
         self._committed(inserted)
         return outcomes
 
+    @staticmethod
+    def _abandon(cursor: Any, *, returning: bool) -> None:
+        """After a statement was interrupted or failed: nothing of it stays written, and no transaction stays open.
+
+        A RETURNING statement makes its changes at its first step and
+        commits them only when it ends: one still running is stopped and
+        drained, which rolls it back (letting it end, or closing its cursor,
+        would commit it). A failed statement has ended already, so stopping
+        it changes nothing.
+        """
+        connection = cursor.connection
+        if returning:
+            with contextlib.suppress(sqlite3.Error):
+                connection.interrupt()
+                cursor.fetchall()
+        if connection.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                cursor.execute("ROLLBACK")
+
     def _new_or_stored(
         self, cursor: Any, items: list[tuple[tuple[Any, ...], str | None]], new_ids: dict[str | None, int]
     ) -> tuple[list[Any], list[str]]:
         """Each item's outcome once its INSERT committed, and the assets of the new events.
 
         An item whose dedupe key was already taken (earlier, or by an item
-        before it in the same statement) gets the stored event. Events are
-        never deleted, so that read needs no transaction with the INSERT.
+        before it in the same statement) gets the stored event, read after
+        the commit: events are never deleted, so that read needs no
+        transaction with the INSERT. A store failure during the read fails
+        only the items it was for (their events were written before), and
+        the next transaction reconnects.
         """
         outcomes: list[Any] = []
         inserted: list[str] = []
+        failed = False
         for row, dedupe_key in items:
             new_id = new_ids.pop(dedupe_key, None)
             if new_id is not None:
@@ -236,8 +265,11 @@ class EventWriter:
                 stored = cursor.execute(self._lookup_sql, (dedupe_key,)).fetchall()
             except self._driver_errors as exc:
                 outcomes.append(exc)
+                failed = True
                 continue
             outcomes.append((None, stored[0] if stored else None))
+        if failed:
+            self.drop()
         return outcomes, inserted
 
     def _insert_many_sql(self, count: int) -> str:
