@@ -44,6 +44,16 @@ def _row_errors(dialect: str) -> tuple[type[BaseException], ...]:
     return (psycopg.IntegrityError, psycopg.DataError)
 
 
+def _insert_rows_sql(count: int) -> str:
+    """An INSERT of ``count`` events rows without their id (``?`` placeholders); a taken dedupe key inserts nothing."""
+    columns = [column.name for column in list(events.columns)[1:]]
+    row = f"({', '.join('?' * len(columns))})"
+    return (
+        f"INSERT INTO {events.name} ({', '.join(columns)}) VALUES {', '.join([row] * count)} "
+        "ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING"
+    )
+
+
 class EventWriter:
     """Inserts events over a DBAPI connection (SQLite: the shared one; else the thread's own), a transaction per `commit`.
 
@@ -63,17 +73,12 @@ class EventWriter:
         self._connections = ThreadConnections(database.driver_connection)
         self._local = threading.local()  # the thread's cursor, kept with its connection
         self._shared_cursor: tuple[Any, Any] = (None, None)  # (the shared connection, a cursor of it)
-        columns = [column.name for column in list(events.columns)[1:]]
         # SQLite reports the new id as the cursor's lastrowid (``id`` is the rowid): RETURNING
         # would cost a tenth of the whole insert. PostgreSQL has no such thing.
-        self._insert_sql = database.driver_sql(
-            f"INSERT INTO {events.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
-            "ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING" + ("" if self._sqlite else " RETURNING id")
-        )
+        self._insert_sql = database.driver_sql(_insert_rows_sql(1) + ("" if self._sqlite else " RETURNING id"))
         self._lookup_sql = database.driver_sql(
             f"SELECT id, timestamp, payload_hash FROM {events.name} WHERE dedupe_key = ?"
         )
-        self._columns = columns
         self._many_sql: dict[int, str] = {}  # rows -> a SQLite INSERT of that many rows, returning their ids
 
     def _connection(self) -> Any:
@@ -276,11 +281,7 @@ class EventWriter:
         """An INSERT of ``count`` rows returning the (dedupe key, id) of each new one."""
         sql = self._many_sql.get(count)
         if sql is None:
-            row = f"({', '.join('?' * len(self._columns))})"
-            sql = self._many_sql[count] = (
-                f"INSERT INTO {events.name} ({', '.join(self._columns)}) VALUES {', '.join([row] * count)} "
-                "ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING dedupe_key, id"
-            )
+            sql = self._many_sql[count] = _insert_rows_sql(count) + " RETURNING dedupe_key, id"
         return sql
 
     def _insert_sqlite(

@@ -29,9 +29,9 @@ from partita.store.bulk_writes import RowShape
 from partita.store.schema import attempts, events
 
 __all__ = [
-    "OUTLET_COLUMNS", "SQLITE_SUCCESS_ATTEMPTS", "SQLITE_SUCCESS_OUTLETS", "SUCCESS_COLUMNS", "is_plain_success",
-    "key_text_of", "outlet_row", "outlet_shape", "success_attempt_rows", "success_outlet_rows", "success_row",
-    "success_shape",
+    "OUTLET_COLUMNS", "SQLITE_SUCCESS_ATTEMPTS", "SQLITE_SUCCESS_OUTLETS", "SUCCESS_COLUMNS", "announced_assets",
+    "is_plain_success", "key_text_of", "outlet_row", "outlet_shape", "success_attempt_rows", "success_outlet_rows",
+    "success_row", "success_shape",
 ]  # fmt: skip
 
 _SUCCESS = AttemptStatus.SUCCESS
@@ -82,7 +82,16 @@ def success_attempt_rows(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...
 
 def success_outlet_rows(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """The outlet events rows of the announced `success_row` rows, in `OUTLET_COLUMNS`."""
-    return [(row[0], row[8], _outlet_extra(row[7]), row[5], row[0], row[2], 1) for row in rows if row[9]]
+    return [
+        (asset, outlet_key, _outlet_extra(materialization), finished, asset, present, 1)
+        for asset, _, present, _, _, finished, _, materialization, outlet_key, announced in rows
+        if announced
+    ]
+
+
+def announced_assets(rows: Sequence[tuple[Any, ...]]) -> set[str]:
+    """The assets that announced `success_row` rows publish outlet events of."""
+    return {row[0] for row in rows if row[9]}
 
 
 def key_text_of(attempt: AttemptResult, format_key: Callable[[Any], str] | None) -> str | None:

@@ -17,6 +17,7 @@ from partita.store.database import Database
 from partita.store.journal_rows import (
     SQLITE_SUCCESS_ATTEMPTS,
     SQLITE_SUCCESS_OUTLETS,
+    announced_assets,
     outlet_shape,
     success_attempt_rows,
     success_outlet_rows,
@@ -94,7 +95,7 @@ class ProgressWriter:
             return False
         connection.exec_driver_sql(SQLITE_SUCCESS_ATTEMPTS, (run_id, batch))
         connection.exec_driver_sql(SQLITE_SUCCESS_OUTLETS, (run_id, batch))
-        self._database.events_written(connection, {row[0] for row in rows if row[9]})
+        self._database.events_written(connection, announced_assets(rows))
         return True
 
     def _stored_outlets(self, connection: Any, run_id: str, assets: set[str]) -> set[tuple[str, str | None]]:
