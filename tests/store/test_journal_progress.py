@@ -35,6 +35,11 @@ def _until(condition: Any) -> Any:
         time.sleep(0.02)
 
 
+def _with_invocations(attempt: Any) -> Any:
+    """The stored attempt once it has an invocation recorded, else None."""
+    return attempt if attempt is not None and attempt.invocations else None
+
+
 def _run_in_background(flow: p.Flow, config: Any) -> tuple[threading.Thread, list[p.RunResult]]:
     results: list[p.RunResult] = []
     thread = threading.Thread(target=lambda: results.append(flow.run(config)))
@@ -87,8 +92,10 @@ def test_an_attempt_waiting_for_its_retry_and_then_retrying_is_recorded_running_
     thread, results = _run_in_background(flow, None)
     try:
         run_id = _until(lambda: [run.run_id for run in store.list_runs(limit=1)])[0]
-        waiting = _until(lambda: _attempts(store, run_id).get(("flaky", 0)) or None)
-        assert len(calls) == 1  # the retry waits a second: the first write sees it waiting
+        # A flush may catch the first invocation still running (a row without invocations); the
+        # retry waits a second, so a later flush sees it waiting with the invocation that failed.
+        waiting = _until(lambda: _with_invocations(_attempts(store, run_id).get(("flaky", 0))))
+        assert len(calls) == 1
         assert waiting.status == "running"
         assert [(i.number, i.succeeded, i.failure_type) for i in waiting.invocations] == [
             (1, False, "builtins.RuntimeError")
