@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from partita.execution.events import ExecutionObserver
     from partita.execution.pools import PoolAccess
     from partita.results.model import RunResult
+    from partita.store.protocol import RequestClaim
 
 __all__ = ["Flow", "run"]
 
@@ -317,6 +318,7 @@ class Flow:
         store: Store | None,
         triggering_events: Sequence[AssetEvent] | Mapping[str, Sequence[AssetEvent]] = (),
         launched_by: LaunchKind = LaunchKind.PYTHON,
+        claim: RequestClaim | None = None,
     ) -> RunOptions:
         from partita.execution.attempt_logs import LogListener, RunLogs
         from partita.execution.context import TriggeringEvents
@@ -337,6 +339,7 @@ class Flow:
                 launch=launch,
                 cancellation=cancellation,
                 logs=logs,
+                claim=claim,
             )
         store_url = getattr(store, "connect_url", None)
         executor = resolve_executor(self.executor)
@@ -391,6 +394,18 @@ class Flow:
         (`partita.cancel_run`, ``partita runs cancel``): it then cancels as
         Ctrl-C would and returns its result with status ``cancelled``.
         """
+        return self._run(config, observers, run_id, triggering_events, launched_by)
+
+    def _run(
+        self,
+        config: ConfigLike | FlowPlan,
+        observers: Sequence[ExecutionObserver] = (),
+        run_id: str | None = None,
+        triggering_events: Sequence[AssetEvent] | Mapping[str, Sequence[AssetEvent]] = (),
+        launched_by: LaunchKind = LaunchKind.PYTHON,
+        claim: RequestClaim | None = None,
+    ) -> RunResult:
+        """`run`; a trigger daemon's one-key consumer run also passes the request its start claims."""
         import asyncio
 
         from partita.execution import loop_runner
@@ -406,7 +421,7 @@ class Flow:
                 "Flow.run() was called inside a running event loop; use 'await flow.run_async(...)'"
             )
         with self._recording() as store:
-            options = self._options(plan, observers, store, triggering_events, launched_by)
+            options = self._options(plan, observers, store, triggering_events, launched_by, claim)
             return loop_runner.run(execute_plan(plan, options, run_id=run_id))
 
     async def run_async(

@@ -142,8 +142,8 @@ def test_a_pass_whose_claim_another_daemon_won_refills_the_slot_at_once(
         (evaluator,) = daemon.evaluators
         rival, read, won = TriggerEvaluator(flow, store), evaluator.due_runs, []
 
-        def raced(runs: int) -> list[Any]:
-            batches = read(runs)
+        def raced(runs: int, *starting: Any) -> list[Any]:
+            batches = read(runs, *starting)
             assert len(batches) <= runs
             if not won:  # the rival claims the first read's run between the read and this daemon's claim
                 won.append(rival.claim_run(batches[0]))

@@ -251,6 +251,15 @@ class _LostAcknowledgement:
 
             return transaction
 
+        def statement_then_lost(run: Callable[..., None]) -> Callable[..., None]:
+            def statement(*args: Any) -> None:  # SQLite's one-statement verbs (`sqlite_verbs`)
+                run(*args)
+                if getattr(self._inside, "active", False) and self.raised == 0:
+                    self.raised += 1
+                    raise _connection_lost(self.store)
+
+            return statement
+
         def watched(*args: Any, **kwargs: Any) -> Any:
             self._inside.active = True
             try:
@@ -260,6 +269,8 @@ class _LostAcknowledgement:
 
         for name in ("write", "driver_write"):  # SQLAlchemy's transactions, and the driver's own
             monkeypatch.setattr(self.store.database, name, committed_then_lost(getattr(self.store.database, name)))
+        statement = statement_then_lost(self.store.database.driver_statement)
+        monkeypatch.setattr(self.store.database, "driver_statement", statement)
         monkeypatch.setattr(self.store, self.method, watched)
 
 

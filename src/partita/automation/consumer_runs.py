@@ -1,7 +1,10 @@
 """Starting a claimed consumer run: one request's key, or a batch of keys as attempts of one run.
 
 The run id was fixed when the requests were claimed: if another daemon
-already started that run, the store refuses the second start. A batch plans
+already started that run, the store refuses the second start. A one-key
+run's pending request is claimed by the transaction that records the run's
+start (`RequestClaim`): when another daemon claimed it first, nothing is
+written and `RequestClaimLost` tells the daemon. A batch plans
 its keys together; a key the plan refuses is abandoned alone, so one bad key
 never holds back the others. Each attempt sees the events that triggered its
 own key (`AssetContext.triggering_events`).
@@ -10,6 +13,7 @@ own key (`AssetContext.triggering_events`).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,6 +21,7 @@ from partita.automation.triggers import CronPartitions
 from partita.definitions.launch import LaunchKind
 from partita.errors import PartitaError, StoreError
 from partita.results.model import AttemptStatus, RunResult
+from partita.store.protocol import RequestClaim, RequestClaimLost
 from partita.store.triggers import TriggerRequest
 
 if TYPE_CHECKING:
@@ -59,6 +64,9 @@ def run_claimed(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]) -> R
     fields = run_fields(evaluator.flow.name, claimed)
     try:
         result = run_request(evaluator, claimed)
+    except RequestClaimLost:
+        daemon_log.debug("consumer run not started: another daemon claimed its request first", extra=fields)
+        raise
     except BaseException:
         daemon_log.exception("consumer run raised an unexpected error", extra=fields)  # recorded failed if started
         raise
@@ -85,7 +93,9 @@ def run_request(
     """Start the consumer run of claimed requests with their triggering events; None when it did not start.
 
     A start the store refuses (locked, connection lost) gives the requests
-    back, to be retried; a plan that is refused abandons them. The requests
+    back, to be retried; a plan that is refused abandons them. A pending
+    request (`TriggerEvaluator.unclaimed_run`) is claimed as the run starts,
+    or `RequestClaimLost` is raised. The requests
     finish in the transaction that records the run's end (the journal's
     `RunEnd.serves_trigger_flow`): a run never ends with its requests open.
     """
@@ -99,7 +109,9 @@ def run_request(
     try:
         events = _triggering_events(evaluator, requests)
         launched_by = LaunchKind.SCHEDULE if isinstance(flow.trigger, CronPartitions) else LaunchKind.TRIGGER
-        outcome = flow.run(plan, run_id=lead.run_id, triggering_events=events, launched_by=launched_by)
+        outcome = flow._run(plan, (), lead.run_id, events, launched_by, _claim_of(lead, requests))
+    except RequestClaimLost:
+        raise
     except StoreError as exc:
         evaluator.start_failed(lead, exc)
         return None
@@ -108,6 +120,13 @@ def run_request(
         evaluator.abandon(lead, str(exc))
         return None
     return outcome
+
+
+def _claim_of(lead: TriggerRequest, requests: Sequence[TriggerRequest]) -> RequestClaim | None:
+    """What the run's start claims: its one pending request (given a run id), or nothing (claimed already)."""
+    if lead.status != "pending" or lead.run_id is None or len(requests) != 1:
+        return None
+    return RequestClaim(flow=lead.flow, request_id=lead.id, attempt=lead.tries + 1, claimed_at=time.time())
 
 
 def _plan(

@@ -47,6 +47,7 @@ from partita.flow import Flow
 from partita.results.model import RunResult
 from partita.store.local_wakeup import WakeupReceiver, local_wakeup_supported
 from partita.store.notifications import EventListener, listen_for_events
+from partita.store.protocol import RequestClaimLost
 from partita.store.sql import SqlStore
 from partita.store.triggers import EventPosition, TriggerRequest, TriggerStore
 
@@ -124,6 +125,8 @@ class TriggerDaemon:
         self.daemon_id = uuid.uuid4().hex
         self._stop = threading.Event()
         self._in_flight: set[concurrent.futures.Future[Any]] = set()
+        #: Pending requests handed to a consumer thread whose run's start claims them (one-key runs).
+        self._starting: set[int] = set()
         # Each consumer thread keeps one event loop for the runs it starts (closed with the pool).
         self._loops = ThreadLoops()
         self._pool = concurrent.futures.ThreadPoolExecutor(
@@ -189,10 +192,14 @@ class TriggerDaemon:
         except OSError as exc:
             log.warning("no local wake-up beside %s, polling only: %s", path, exc, extra={"daemon": self.daemon_id})
 
-    def _slot_freed(self, flow: str, future: concurrent.futures.Future[Any]) -> None:
-        started = not future.cancelled() and future.exception() is None and future.result() is not None
+    def _slot_freed(self, flow: str, starting: list[int], future: concurrent.futures.Future[Any]) -> None:
+        self._starting.difference_update(starting)  # claimed by now, or left pending (start failed, or lost)
+        error = None if future.cancelled() else future.exception()
+        started = not future.cancelled() and error is None and future.result() is not None
         with self._counts:
-            if started:
+            if isinstance(error, RequestClaimLost):
+                pass  # another daemon claimed the request first and runs it: no claim of this one's
+            elif started:
                 self.started_runs += 1
                 result: RunResult = future.result()
                 if result.succeeded:
@@ -419,7 +426,7 @@ class TriggerDaemon:
             free = self._free_slots()
             if free <= 0:
                 return True  # no slot: reading the due requests (a batch's thousands) would be wasted
-            batches = evaluator.due_runs(free)
+            batches = evaluator.due_runs(free, self._starting.copy())  # copied: consumer threads change it
             lost = False
             for batch in batches:
                 if self._stop.is_set():
@@ -431,7 +438,10 @@ class TriggerDaemon:
                 partial = len(batch) < size and batch[0].status == "pending"
                 if partial and self._partial.holds_back(name, serving=self._wakeup is not None):
                     continue
-                claimed = evaluator.claim_run(batch)
+                if size == 1 and batch[0].status == "pending":  # one run per key: its start claims it
+                    claimed = evaluator.unclaimed_run(batch[0])
+                else:
+                    claimed = evaluator.claim_run(batch)
                 if claimed is None:
                     lost = True  # another daemon took it: its slot is still free
                     continue
@@ -449,8 +459,10 @@ class TriggerDaemon:
         self._claims += 1
         flow = evaluator.flow.name
         log.info("starting consumer run", extra=run_fields(flow, claimed))
+        starting = [request.id for request in claimed if request.status == "pending"]
+        self._starting.update(starting)
         future = self._pool.submit(run_claimed, evaluator, claimed)
-        future.add_done_callback(functools.partial(self._slot_freed, flow))
+        future.add_done_callback(functools.partial(self._slot_freed, flow, starting))
         self._in_flight.add(future)
         if partial:
             self._partial.started(flow, future)

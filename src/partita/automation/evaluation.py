@@ -1,19 +1,22 @@
 """One trigger pass: read new events or elapsed ticks, decide which consumer runs are due, start them.
 
 A pass never starts a run twice: requests are unique in the store and are
-claimed with a conditional update before their run starts under a run id
-fixed at claim time. A daemon that dies between claiming and starting leaves
-a claim that a later pass (any daemon) takes over once it is stale; a
-started run is never started again.
+claimed with a conditional update under the run id of their run. A
+one-key run claims its request in the transaction that records its start;
+a batch, a takeover and a follow-up are claimed before their run starts. A
+daemon that dies between such a claim and the start leaves a claim that a
+later pass (any daemon) takes over once it is stale; a started run is
+never started again.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -89,6 +92,10 @@ class TriggerEvaluator:
         self._consumer_def = consumer_partition_def(flow)
         self._last_stale_check = float("-inf")
         self._registry = flow.registry
+        #: Pending requests whose one-key run could not start and could not be put off in the
+        #: store either: request id -> when it is due again here.
+        self._held: dict[int, float] = {}
+        self._held_lock = threading.Lock()
 
     def _partition_def(self, asset: str) -> Any:
         definition = self._registry.get(asset)
@@ -261,14 +268,25 @@ class TriggerEvaluator:
             self._last_stale_check = now
         return recovered + pending  # the oldest work first
 
-    def due_runs(self, runs: int) -> list[list[TriggerRequest]]:
+    def due_runs(self, runs: int, starting: Collection[int] = ()) -> list[list[TriggerRequest]]:
         """Due requests as the consumer runs to start, at most ``runs``, each a batch to claim together.
 
         A recovered claim keeps its batch; pending requests are grouped up to
-        the trigger's ``max_keys_per_run``, oldest first.
+        the trigger's ``max_keys_per_run``, oldest first. Pending requests in
+        ``starting`` (one-key runs handed to a consumer thread, whose start
+        claims them) are left out, as are those held back here after a start
+        failed.
         """
         size = self.flow.trigger.max_keys_per_run  # type: ignore[union-attr]
-        due = self.due_requests(limit=runs * size)
+        held = starting
+        if self._held:
+            with self._held_lock:  # consumer threads add to it
+                now = time.time()
+                self._held = {request_id: until for request_id, until in self._held.items() if until > now}
+                held = self._held.keys() | starting
+        due = self.due_requests(limit=runs * size + len(held))
+        if held:
+            due = [request for request in due if request.status == "claimed" or request.id not in held]
         batches = list(_by_run([request for request in due if request.status == "claimed"]))
         pending = [request for request in due if request.status != "claimed"]
         batches.extend(pending[start : start + size] for start in range(0, len(pending), size))
@@ -310,6 +328,15 @@ class TriggerEvaluator:
         claimed = self.claim_run([request])
         return None if claimed is None else claimed[0]
 
+    def unclaimed_run(self, request: TriggerRequest) -> list[TriggerRequest]:
+        """A pending request as a one-key run under a new run id, whose start claims it (`RequestClaim`).
+
+        Claiming it there saves the run a write transaction of its own; a
+        daemon that dies before the start leaves the request pending, due at
+        once rather than after its claim went stale.
+        """
+        return [replace(request, run_id=uuid.uuid4().hex)]
+
     def claim_run(self, requests: Sequence[TriggerRequest]) -> list[TriggerRequest] | None:
         """Claim the requests one consumer run serves: pending ones under a new run id, or a recovered claim.
 
@@ -346,24 +373,35 @@ class TriggerEvaluator:
     def abandon(self, request: TriggerRequest, error: str, *, alone: bool = False) -> None:
         """The request can never run (its plan is refused): close it, visibly (alone: not its batch)."""
         log.error("flow %s: consumer request %s cannot run and is abandoned: %s", self.flow.name, request.id, error)
-        self.triggers.abandon(request, error, time.time(), alone=alone)
+        if request.status == "pending":  # a one-key run's request, which its start would have claimed
+            self.triggers.abandon_pending(request, error, time.time())
+        else:
+            self.triggers.abandon(request, error, time.time(), alone=alone)
 
     def start_failed(self, request: TriggerRequest, error: Exception) -> None:
         """The store refused the run's start: give the request back, to be tried again after a backoff.
 
-        If even that fails, the claim goes stale and a later pass takes it
-        over. A run whose start was recorded after all is not given back: it
-        is treated as a run that was cut short once its owner is gone.
+        If even that fails, a claim goes stale and a later pass takes it
+        over; a pending request (a one-key run's, whose start rolled back
+        with its claim) is held back by this daemon for the backoff. A run
+        whose start was recorded after all is not given back: it is treated
+        as a run that was cut short once its owner is gone.
         """
+        delay = min(MAX_START_BACKOFF_SECONDS, 2.0 ** request.start_failures)
+        if request.status == "pending":
+            with self._held_lock:
+                self._held[request.id] = time.time() + delay
         try:
             if request.run_id is not None and self.triggers.run_status(request.run_id) is not None:
                 log.error("flow %s: consumer run %s failed in the store: %s", self.flow.name, request.run_id, error)
                 return
-            delay = min(MAX_START_BACKOFF_SECONDS, 2.0 ** request.start_failures)
-            released = self.triggers.release(request, str(error), time.time() + delay)
+            if request.status == "pending":
+                released = self.triggers.defer(request, str(error), time.time() + delay)
+            else:
+                released = self.triggers.release(request, str(error), time.time() + delay)
         except PartitaError as exc:
             log.error(
-                "flow %s: request %s could not be given back (taken over later): %s", self.flow.name, request.id, exc
+                "flow %s: request %s could not be given back (retried later): %s", self.flow.name, request.id, exc
             )
             return
         if released:

@@ -71,6 +71,11 @@ def sqlite_json_batch(rows: Sequence[tuple[Any, ...]]) -> str | None:
     return _as_json(rows) if _SQLITE_JSON and len(rows) >= _JSON_MIN_ROWS else None
 
 
+def sqlite_json_text(rows: Sequence[tuple[Any, ...]]) -> str | None:
+    """The rows as one JSON text for ``json_each`` whatever their number; None where SQLite or the values refuse."""
+    return _as_json(rows) if _SQLITE_JSON else None
+
+
 def _as_json(rows: Sequence[tuple[Any, ...]]) -> str | None:
     """The rows as one JSON array, or None when JSON would not carry every value exactly."""
     try:

@@ -27,6 +27,7 @@ from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from partita.errors import ConfigurationError, StoreError
+from partita.store import sqlite_verbs
 from partita.store.bulk_writes import RowShape, Upsert, insert_rows, upsert_rows, upsert_statements
 from partita.store.checkpointer import BACKSTOP_PAGES, WalCheckpointer
 from partita.store.driver_writes import SharedConnection, SqliteWriters
@@ -178,6 +179,8 @@ class Database:
         self.shared_writer: SharedConnection | None = None
         #: Write transactions on it (`driver_write`).
         self._writers: SqliteWriters | None = None
+        #: Whether a run's start and end can be one statement each (`sqlite_verbs`): a SQLite file written here.
+        self.one_statement_verbs = False
         #: Copies a SQLite file's log into it after this process's commits (None: nothing to checkpoint).
         self.checkpointer: WalCheckpointer | None = None
         #: PostgreSQL: each table's binary COPY types, read from the catalog once (`bulk_writes`).
@@ -191,8 +194,9 @@ class Database:
             self.engine = _sqlite_engine(location, self.access)
             if self.sqlite_path is not None and self.access is SqliteAccess.READ_WRITE:
                 self.checkpointer = WalCheckpointer(self.driver_connection)
-                self.shared_writer = SharedConnection(self.driver_connection)
+                self.shared_writer = SharedConnection(self._writer_connection)
                 self._writers = SqliteWriters(self.shared_writer, self.checkpointer.committed)
+                self.one_statement_verbs = sqlite_verbs.SUPPORTED
         else:
             self.engine = _postgresql_engine(parsed)
         self._url = location.display
@@ -368,6 +372,15 @@ class Database:
         import psycopg
 
         return psycopg.connect(self.psycopg_conninfo, connect_timeout=10)
+
+    def _writer_connection(self) -> sqlite3.Connection:
+        """A new connection to the SQLite file with the one-statement verbs installed (`sqlite_verbs`)."""
+        return sqlite_verbs.install(self.driver_connection())
+
+    def driver_statement(self, statement: str, parameters: Any = ()) -> None:
+        """Run ``statement`` committed on its own on the shared SQLite connection (`one_statement_verbs` only)."""
+        assert self._writers is not None
+        self._writers.statement(statement, parameters)
 
     def dispose(self) -> None:
         """Stop checkpointing; close the reading and shared write connections and the pool's."""

@@ -150,6 +150,15 @@ class SqliteWriters:
                 raise
         self._committed()
 
+    def statement(self, statement: str, parameters: Any = ()) -> None:
+        """One statement that commits on its own (autocommit) under the write gate: one call into SQLite.
+
+        Inside this thread's own transaction it joins that transaction.
+        """
+        with SQLITE_WRITE_GATE:
+            self._shared.get().execute(statement, parameters)
+        self._committed()
+
     def rows(self, statement: str, parameters: Any = ()) -> list[Any]:
         """Every row of a read outside any transaction (WAL: the newest commit).
 

@@ -40,7 +40,7 @@ from partita.results.model import AttemptStatus, RunResult
 from partita.results.record import AttemptRecord, InvocationRecord, attempt_record_of, run_header_of
 from partita.store.journal_rows import is_plain_success, key_text_of, outlet_row, success_row
 from partita.store.liveness import current_owner_token
-from partita.store.protocol import ProgressBatch, RunEnd, RunStart, Store
+from partita.store.protocol import ProgressBatch, RequestClaim, RunEnd, RunStart, Store
 
 __all__ = ["StoreJournal"]
 
@@ -152,8 +152,11 @@ class StoreJournal:
         launch: RunLaunch | None = None,
         cancellation: RunCancellation | None = None,
         logs: RunLogs | None = None,
+        claim: RequestClaim | None = None,
     ) -> None:
         self._store = store
+        #: A one-key consumer run's request, claimed in the transaction that records the start.
+        self._claim = claim
         self._cancellation = cancellation
         #: The run's attempt logs: their lines ride along with each flush.
         self._logs = logs
@@ -215,6 +218,7 @@ class StoreJournal:
                 owner_pid=os.getpid(),
                 owner_token=current_owner_token(),
                 launch=self._launch,
+                claim=self._claim,
             )
         )
         self._last_heartbeat = time.time()

@@ -30,8 +30,8 @@ from partita.store.schema import attempts, events
 
 __all__ = [
     "OUTLET_COLUMNS", "SQLITE_SUCCESS_ATTEMPTS", "SQLITE_SUCCESS_OUTLETS", "SUCCESS_COLUMNS", "announced_assets",
-    "is_plain_success", "key_text_of", "outlet_row", "outlet_shape", "success_attempt_rows", "success_outlet_rows",
-    "success_row", "success_shape",
+    "is_plain_success", "key_text_of", "outlet_row", "outlet_shape", "sqlite_success_attempts",
+    "sqlite_success_outlets", "success_attempt_rows", "success_outlet_rows", "success_row", "success_shape",
 ]  # fmt: skip
 
 _SUCCESS = AttemptStatus.SUCCESS
@@ -128,17 +128,31 @@ def _outlet_extra(materialization_id: str | None) -> str:
     return json.dumps({"materialization_id": materialization_id}, separators=_TIGHT)
 
 
-#: SQLite statements that write a batch of `success_row` rows given as one JSON text (``value->>N`` is a row's
-#: Nth value), with the run id bound first: the attempts rows, then the outlet events of the announced ones
-#: (``extra`` as `_outlet_extra` builds it).
-SQLITE_SUCCESS_ATTEMPTS = (
-    f"INSERT INTO {attempts.name} ({', '.join(SUCCESS_COLUMNS)}, run_id, status, invocations) "
-    "SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>5 - value->>4, value->>6, "
-    "value->>7, ?, 'success', 1 FROM json_each(?)"
-)
-SQLITE_SUCCESS_OUTLETS = (
-    f"INSERT INTO {events.name} ({', '.join(OUTLET_COLUMNS)}, source_kind, source_run_id) "
-    "SELECT value->>0, value->>8, CASE WHEN value->>7 IS NULL THEN '{}' "
-    "ELSE json_object('materialization_id', value->>7) END, value->>5, value->>0, value->>2, 1, "
-    f"'{_OUTLET}', ? FROM json_each(?) WHERE value->>9"
-)
+def sqlite_success_attempts(run_id: str, rows: str) -> str:
+    """SQLite's insert of the attempts rows of `success_row` rows given as one JSON text (``value->>N``: a row's Nth).
+
+    ``run_id`` and ``rows`` are SQL expressions: ``?`` to bind, or a trigger's ``NEW`` columns (`sqlite_verbs`).
+    """
+    return (
+        f"INSERT INTO {attempts.name} ({', '.join(SUCCESS_COLUMNS)}, run_id, status, invocations) "
+        "SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>5 - value->>4, value->>6, "
+        f"value->>7, {run_id}, 'success', 1 FROM json_each({rows})"
+    )
+
+
+def sqlite_success_outlets(run_id: str, rows: str) -> str:
+    """SQLite's insert of the outlet events of the announced rows, as `sqlite_success_attempts` takes them.
+
+    ``extra`` is built as `_outlet_extra` builds it.
+    """
+    return (
+        f"INSERT INTO {events.name} ({', '.join(OUTLET_COLUMNS)}, source_kind, source_run_id) "
+        "SELECT value->>0, value->>8, CASE WHEN value->>7 IS NULL THEN '{}' "
+        "ELSE json_object('materialization_id', value->>7) END, value->>5, value->>0, value->>2, 1, "
+        f"'{_OUTLET}', {run_id} FROM json_each({rows}) WHERE value->>9"
+    )
+
+
+#: The two inserts with the run id bound first, then the JSON text.
+SQLITE_SUCCESS_ATTEMPTS = sqlite_success_attempts("?", "?")
+SQLITE_SUCCESS_OUTLETS = sqlite_success_outlets("?", "?")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from partita.definitions.launch import RunLaunch, Tags
+from partita.errors import StoreError
 from partita.events.model import AssetEvent, EmissionReceipt, EventDraft, SourceKind
 from partita.execution.attempt_logs import LogBatch
 from partita.results.logs import LogLine
@@ -32,6 +33,8 @@ __all__ = [
     "PartitionRecord",
     "PartitionRegistry",
     "ProgressBatch",
+    "RequestClaim",
+    "RequestClaimLost",
     "RunEnd",
     "RunFilter",
     "RunHistory",
@@ -40,6 +43,25 @@ __all__ = [
     "StoredLogLine",
     "StoredRun",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestClaim:
+    """A pending trigger request that a consumer run claims in the transaction recording its start.
+
+    A run and its claim commit together: a daemon that dies before the
+    start leaves the request pending, not claimed by a run that never began.
+    """
+
+    flow: str
+    request_id: int
+    #: Which try of the request the run is (its ``tries`` before the claim, plus one).
+    attempt: int
+    claimed_at: float
+
+
+class RequestClaimLost(StoreError):
+    """Another daemon claimed the request first: the run did not start and nothing was written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +76,8 @@ class RunStart:
     owner_pid: int
     owner_token: str
     launch: RunLaunch = RunLaunch()
+    #: A one-key consumer run's request, claimed as the run starts (`RequestClaim`).
+    claim: RequestClaim | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -20,9 +21,11 @@ from partita.errors import UnknownRunError
 from partita.events.model import EventDraft
 from partita.execution.attempt_logs import LogBatch
 from partita.results.record import AttemptRecord, TaskRecord
+from partita.store import sqlite_verbs
 from partita.store.attempt_log_rows import read_logs
 from partita.store.attempt_states import read_failed_or_running, read_key_attempts, read_unkeyed_attempts
 from partita.store.database import Database
+from partita.store.journal_rows import announced_assets
 from partita.store.liveness import owner_is_alive
 from partita.store.progress_writes import ProgressWriter
 from partita.store.protocol import (
@@ -32,6 +35,8 @@ from partita.store.protocol import (
     KeyAttempts,
     LogQuery,
     ProgressBatch,
+    RequestClaim,
+    RequestClaimLost,
     RunEnd,
     RunFilter,
     RunStart,
@@ -48,7 +53,15 @@ from partita.store.run_rows import (
     stored_run,
     task_records,
 )
-from partita.store.schema import FINISH_RUN_REQUESTS, attempts, invocations, run_tags, runs
+from partita.store.schema import (
+    CLAIM_PENDING_REQUEST,
+    FINISH_RUN_REQUESTS,
+    RECORD_TRIGGER_LAUNCH,
+    attempts,
+    invocations,
+    run_tags,
+    runs,
+)
 
 __all__ = ["MIN_RUN_ID_PREFIX", "SqlRunHistory"]
 
@@ -84,6 +97,8 @@ class SqlRunHistory:
         # Driver SQL: rows go to ``executemany`` as plain tuples;
         # skipping per-row parameter processing halves the writer's cost.
         self._finish_requests_sql = database.driver_sql(FINISH_RUN_REQUESTS)
+        self._claim_sql = database.driver_sql(CLAIM_PENDING_REQUEST)
+        self._launch_sql = database.driver_sql(RECORD_TRIGGER_LAUNCH)
         self._tags_sql = database.driver_sql(f"INSERT INTO {run_tags.name} (run_id, key, value) VALUES (?, ?, ?)")
         self._progress = ProgressWriter(database)
 
@@ -92,22 +107,51 @@ class SqlRunHistory:
     def record_run_started(self, run: RunStart) -> None:
         """Insert the run's row; a transient failure is retried, and a retry never inserts it twice.
 
-        Raises StoreError when the row cannot be written (the run must not start).
+        A consumer run's `RequestClaim` is taken in the same transaction:
+        `RequestClaimLost` (nothing written) when another daemon took the
+        request first. Raises StoreError when the row cannot be written (the
+        run must not start).
         """
         values = run_start_row(run)
         started = values[2]
         tag_rows = [(run.run_id, key, value) for key, value in run.launch.tags]
 
         def insert(number: int) -> None:
+            if not number and not tag_rows and self._database.one_statement_verbs:
+                self._start_in_one_statement(values, run.claim)
+                return
             with self._database.driver_write() as connection:
                 if number and self._run_row_is(connection, run.run_id, run.owner_token, started):
                     return  # an earlier try committed; only its acknowledgement was lost
+                if run.claim is not None:
+                    self._claim(connection, run.claim, run.run_id)
                 connection.exec_driver_sql(self._run_start_sql, values)
                 if tag_rows:  # with the run's row: a run is never listed without its tags
                     connection.exec_driver_sql(self._tags_sql, tag_rows)
 
         with self._failures("record the run's start"):
             retry_transient(insert)
+
+    def _start_in_one_statement(self, values: tuple[Any, ...], claim: RequestClaim | None) -> None:
+        """SQLite: the run's row, and its claim and launch, as one statement (`sqlite_verbs`)."""
+        try:
+            self._database.driver_statement(sqlite_verbs.RUN_START_SQL, sqlite_verbs.run_start_values(values, claim))
+        except sqlite3.IntegrityError as exc:
+            if claim is not None and str(exc) == sqlite_verbs.CLAIM_LOST:
+                raise self._claim_lost(claim) from None
+            raise
+
+    @staticmethod
+    def _claim_lost(claim: RequestClaim) -> RequestClaimLost:
+        return RequestClaimLost(f"flow {claim.flow!r}: request {claim.request_id} was claimed by another daemon")
+
+    def _claim(self, connection: Any, claim: RequestClaim, run_id: str) -> None:
+        """Claim the run's pending request and record its launch, or raise `RequestClaimLost` (rolled back)."""
+        params = (claim.claimed_at, run_id, claim.flow, claim.request_id)
+        if connection.exec_driver_sql(self._claim_sql, params).rowcount == 0:
+            raise self._claim_lost(claim)
+        launch = (run_id, claim.request_id, claim.flow, claim.attempt, None, claim.claimed_at)
+        connection.exec_driver_sql(self._launch_sql, launch)
 
     def _run_row_is(self, connection: Any, run_id: str, owner_token: str, started: float) -> bool:
         """Whether this run's row exists as this owner wrote it (not another run with the same id)."""
@@ -154,13 +198,24 @@ class SqlRunHistory:
         finished = end.finished_at.timestamp()
         values = (end.status, finished, finished, json.dumps(end.summary), end.run_id)
 
+        serves = end.serves_trigger_flow
+
         def write(number: int) -> None:
+            # A retry writes idempotently, through the transaction: the first try may have committed.
+            successes = None if number or not self._database.one_statement_verbs else sqlite_verbs.end_successes(progress)
+            if successes is not None:
+                text, rows = successes
+                self._database.driver_statement(sqlite_verbs.RUN_END_SQL, (end.run_id, *values[:2], values[3], serves, text))
+                announced = announced_assets(rows)
+                if announced:  # none would wake every daemon on this machine
+                    self._database.events_committed(announced)
+                return
             with self._database.driver_write() as connection:
                 for batch in progress:
                     self._progress.write(connection, end.run_id, replayed(batch) if number else batch)
                 connection.exec_driver_sql(self._run_end_sql, values)
-                if end.serves_trigger_flow is not None:
-                    requests = (finished, end.serves_trigger_flow, end.run_id)
+                if serves is not None:
+                    requests = (finished, serves, end.run_id)
                     connection.exec_driver_sql(self._finish_requests_sql, requests)
 
         with self._failures("record the run's end"):

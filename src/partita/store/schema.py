@@ -298,6 +298,18 @@ trigger_runs = Table(
     Index("ix_partita_trigger_runs_request", "request_id"),
 )
 
+#: Claim one pending request for a run (parameters: claimed_at, run_id, flow, id): no row matches
+#: once another daemon claimed it.
+CLAIM_PENDING_REQUEST = (
+    f"UPDATE {trigger_requests.name} SET status = 'claimed', claimed_at = ?, run_id = ?, tries = tries + 1 "
+    "WHERE flow = ? AND id = ? AND status = 'pending'"
+)
+#: Record a consumer run's launch (parameters: run_id, request_id, flow, attempt, follows_run_id, created_at).
+RECORD_TRIGGER_LAUNCH = (
+    f"INSERT INTO {trigger_runs.name} (run_id, request_id, flow, attempt, follows_run_id, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+
 trigger_waiting = Table(
     "partita_trigger_waiting",
     metadata,

@@ -21,7 +21,13 @@ from typing import Any
 
 from sqlalchemy import select
 
-from partita.store.schema import FINISH_RUN_REQUESTS, TRIGGER_REQUEST_FINISHED, trigger_requests, trigger_runs
+from partita.store.schema import (
+    FINISH_RUN_REQUESTS,
+    RECORD_TRIGGER_LAUNCH,
+    TRIGGER_REQUEST_FINISHED,
+    trigger_requests,
+    trigger_runs,
+)
 from partita.store.sql import SqlStore
 
 __all__ = ["TriggerLaunch", "TriggerRequest", "TriggerRequests"]
@@ -197,11 +203,7 @@ class TriggerRequests:
         self, connection: Any, request: TriggerRequest, run_id: str, attempt: int, follows: str | None, now: float
     ) -> None:
         connection.exec_driver_sql(
-            self._database.driver_sql(
-                f'INSERT INTO {trigger_runs.name} (run_id, request_id, flow, attempt, follows_run_id, created_at) '
-                "VALUES (?, ?, ?, ?, ?, ?)"
-            ),
-            (run_id, request.id, request.flow, attempt, follows, now),
+            self._database.driver_sql(RECORD_TRIGGER_LAUNCH), (run_id, request.id, request.flow, attempt, follows, now)
         )
 
     def release(self, request: TriggerRequest, error: str, not_before: float) -> bool:
@@ -224,6 +226,21 @@ class TriggerRequests:
                     self._database.driver_sql(f"DELETE FROM {trigger_runs.name} WHERE run_id = ?"), (request.run_id,)
                 )
             return bool(released)
+
+    def defer(self, request: TriggerRequest, error: str, not_before: float) -> bool:
+        """Put off a pending request whose run could not start: due again from ``not_before``.
+
+        For a one-key run, whose start is what claims its request: that start
+        rolled back, so the request is still pending. A start whose commit
+        landed after all claimed it, and then nothing matches.
+        """
+        statement = (
+            f"UPDATE {trigger_requests.name} SET start_failures = start_failures + 1, not_before = ?, "
+            "last_error = ? WHERE flow = ? AND id = ? AND status = 'pending'"
+        )
+        params = (not_before, error, request.flow, request.id)
+        with self._failures("put off a trigger request"), self._database.driver_write() as connection:
+            return bool(connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount > 0)
 
     def finish_run(self, flow: str, run_id: str, now: float) -> None:
         """Finish every request of ``flow`` claimed under ``run_id``: its run ran."""
@@ -250,6 +267,16 @@ class TriggerRequests:
         params: tuple[Any, ...] = (now, error, request.flow, request.run_id)
         if alone:
             statement, params = statement + " AND id = ?", (*params, request.id)
+        with self._failures("abandon a trigger request"), self._database.driver_write() as connection:
+            return bool(connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount > 0)
+
+    def abandon_pending(self, request: TriggerRequest, error: str, now: float) -> bool:
+        """End a pending request that will not run: a one-key run's, whose plan is refused before its start claims it."""
+        statement = (
+            f"UPDATE {trigger_requests.name} SET status = 'abandoned', finished_at = ?, last_error = ? "
+            "WHERE flow = ? AND status = 'pending' AND id = ?"
+        )
+        params = (now, error, request.flow, request.id)
         with self._failures("abandon a trigger request"), self._database.driver_write() as connection:
             return bool(connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount > 0)
 

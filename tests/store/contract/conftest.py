@@ -135,8 +135,9 @@ def start_run(
     token: str | None = None,
     plan: dict[str, Any] | None = None,
     record_partition_keys: bool = False,
+    claim: Any = None,
 ) -> None:
-    """Record a run's start, owned by this process unless told otherwise."""
+    """Record a run's start, owned by this process unless told otherwise (claiming a request with ``claim``)."""
     history.record_run_started(
         RunStart(
             run_id=run_id,
@@ -146,6 +147,7 @@ def start_run(
             owner_host=socket.gethostname() if host is None else host,
             owner_pid=os.getpid() if pid is None else pid,
             owner_token=current_owner_token() if token is None else token,
+            claim=claim,
         )
     )
 

@@ -13,6 +13,9 @@ from __future__ import annotations
 import datetime as dt
 import threading
 
+import pytest
+
+from partita.store.protocol import RequestClaim, RequestClaimLost
 from partita.store.triggers import EventPosition, NewEvents, TriggerLaunch, WaitingKey
 
 from .conftest import count_rows, dead_pid, draft, start_run
@@ -195,6 +198,73 @@ def test_a_stale_claim_is_taken_over_once_and_keeps_its_run_id(trigger_state, ot
     assert (taken.run_id, taken.claimed_at, taken.tries) == ("r" * 32, T0 + 100, 1)
     assert trigger_state.launch("r" * 32) == TriggerLaunch(FLOW, claimed.id, 1, None)
     assert trigger_state.launch("s" * 32) is None
+
+
+# -- one-key runs: the run's start claims its request ------------------------------------------------
+
+
+def test_a_run_start_claims_its_pending_request_and_records_its_launch_with_its_row(trigger_state, run_history):
+    _pass(trigger_state, {"k": [1]}, cursor=EventPosition(0, 1))
+    pending = _one(trigger_state)
+
+    start_run(run_history, "r" * 32, dt.datetime.now(dt.UTC), claim=RequestClaim(FLOW, pending.id, 1, T0 + 1))
+
+    claimed = _one(trigger_state, "claimed")
+    assert (claimed.id, claimed.run_id, claimed.claimed_at, claimed.tries) == (pending.id, "r" * 32, T0 + 1, 1)
+    assert trigger_state.launch("r" * 32) == TriggerLaunch(FLOW, pending.id, 1, None)
+    assert trigger_state.run_status("r" * 32) == "running"
+
+
+def test_a_run_start_whose_request_another_daemon_claimed_writes_nothing(
+    trigger_state, other_trigger_state, run_history, tables
+):
+    _pass(trigger_state, {"k": [1]}, cursor=EventPosition(0, 1))
+    pending = _one(trigger_state)
+    assert other_trigger_state.claim(pending, "o" * 32, T0 + 1)
+
+    with pytest.raises(RequestClaimLost, match="claimed by another daemon"):
+        start_run(run_history, "r" * 32, dt.datetime.now(dt.UTC), claim=RequestClaim(FLOW, pending.id, 1, T0 + 2))
+
+    assert trigger_state.run_status("r" * 32) is None and trigger_state.launch("r" * 32) is None
+    assert count_rows(tables, "partita_runs") == 0
+    taken = _one(trigger_state, "claimed")
+    assert (taken.run_id, taken.claimed_at, taken.tries) == ("o" * 32, T0 + 1, 1)
+
+
+def test_a_run_start_claims_only_a_pending_request_of_its_own_flow(trigger_state, run_history, tables):
+    _pass(trigger_state, {"k": [1]}, cursor=EventPosition(0, 1))
+    pending = _one(trigger_state)
+    trigger_state.finish(pending.id, T0 + 1)
+    with pytest.raises(RequestClaimLost):  # finished already
+        start_run(run_history, "r" * 32, dt.datetime.now(dt.UTC), claim=RequestClaim(FLOW, pending.id, 1, T0 + 2))
+    with pytest.raises(RequestClaimLost):  # another flow's id
+        start_run(run_history, "s" * 32, dt.datetime.now(dt.UTC), claim=RequestClaim("other", pending.id, 1, T0 + 2))
+    assert count_rows(tables, "partita_runs") == 0 and count_rows(tables, "partita_trigger_runs") == 0
+
+
+def test_a_pending_request_is_put_off_and_abandoned_only_while_pending(trigger_state):
+    _pass(trigger_state, {"k": [1]}, cursor=EventPosition(0, 1))
+    pending = _one(trigger_state)
+
+    assert trigger_state.defer(pending, "the store refused the start", T0 + 60)
+    put_off = _one(trigger_state)
+    assert (put_off.status, put_off.run_id, put_off.tries) == ("pending", None, 0)
+    assert (put_off.start_failures, put_off.not_before, put_off.last_error) == (1, T0 + 60, "the store refused the start")
+    assert trigger_state.requests(FLOW, due_at=T0 + 59) == []
+
+    assert trigger_state.abandon_pending(put_off, "its plan is refused", T0 + 61)
+    assert not trigger_state.abandon_pending(put_off, "again", T0 + 62)
+    assert not trigger_state.defer(put_off, "too late", T0 + 63)
+    abandoned = _one(trigger_state, "abandoned")
+    assert (abandoned.last_error, abandoned.start_failures) == ("its plan is refused", 1)
+
+
+def test_a_claimed_request_is_neither_put_off_nor_abandoned_as_pending(trigger_state):
+    claimed = _claimed(trigger_state, "r" * 32, T0 + 1)
+    assert not trigger_state.defer(claimed, "late", T0 + 60)
+    assert not trigger_state.abandon_pending(claimed, "late", T0 + 60)
+    still = _one(trigger_state, "claimed")
+    assert (still.run_id, still.start_failures, still.last_error) == ("r" * 32, 0, None)
 
 
 # -- refused starts: release with backoff ----------------------------------------------------------

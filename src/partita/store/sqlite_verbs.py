@@ -1,0 +1,127 @@
+"""A run's start and its end on SQLite as one statement each, through temporary views and their triggers.
+
+Every call into SQLite gives up the interpreter's lock, and the calling
+thread must then take it back from whichever thread took it meanwhile,
+while it holds the write gate that every writer of the process waits on. A
+triggered one-key run used to make eleven such calls under the gate: its
+start (``BEGIN``, the claim, the launch, the run's row, ``COMMIT``) and its
+end (``BEGIN``, the attempt, the outlet event, the outcome, the requests,
+``COMMIT``). Here each verb is one ``INSERT`` into a temporary view whose
+``INSTEAD OF`` trigger makes all of its writes, committed on its own: the
+same rows, in one transaction, for one call.
+
+The views live in the connection's ``temp`` schema, created when a
+connection opens (`install`); they are never part of the database file or
+its migrations. The run's end goes this way when its last batches hold only
+plain successes (`journal_rows.success_row`), which SQLite unpacks from one
+JSON text as the journal's bulk path does; anything else keeps the
+transaction of several statements.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from partita.store.bulk_writes import sqlite_json_text
+from partita.store.journal_rows import sqlite_success_attempts, sqlite_success_outlets
+from partita.store.protocol import ProgressBatch, RequestClaim
+from partita.store.run_rows import RUN_START_COLUMNS
+from partita.store.schema import (
+    CLAIM_PENDING_REQUEST,
+    RECORD_TRIGGER_LAUNCH,
+    TRIGGER_REQUEST_FINISHED,
+    runs,
+    trigger_requests,
+)
+
+__all__ = ["CLAIM_LOST", "RUN_END_SQL", "RUN_START_SQL", "SUPPORTED", "end_successes", "install", "run_start_values"]
+
+#: ``->>``, which the end's trigger reads its JSON with, arrived in SQLite 3.38: older ones keep the transactions.
+SUPPORTED = sqlite3.sqlite_version_info >= (3, 38, 0)
+#: The message of the abort that a claim another daemon took first raises (an `sqlite3.IntegrityError`).
+CLAIM_LOST = "partita: the trigger request was claimed first by another daemon"
+
+_CLAIM_COLUMNS = ("claim_flow", "claim_request", "claim_attempt", "claim_at")
+_END_COLUMNS = ("run_id", "status", "finished_at", "summary", "serves_flow", "successes")
+
+
+def _view(name: str, columns: Sequence[str]) -> str:
+    return f"CREATE TEMP VIEW IF NOT EXISTS {name} AS SELECT " + ", ".join(f"NULL AS {c}" for c in columns)
+
+
+def _with_new(statement: str, names: Sequence[str]) -> str:
+    """A statement written with ``?`` for ``names``, each replaced by its ``NEW.`` column, in order."""
+    for name in names:
+        statement = statement.replace("?", f"NEW.{name}", 1)
+    return statement
+
+
+_START = (*RUN_START_COLUMNS, *_CLAIM_COLUMNS)
+_START_TRIGGER = f"""
+CREATE TEMP TRIGGER IF NOT EXISTS partita_run_start_writes INSTEAD OF INSERT ON partita_run_start BEGIN
+    SELECT RAISE(ABORT, '{CLAIM_LOST}') WHERE NEW.claim_request IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM {trigger_requests.name}
+        WHERE flow = NEW.claim_flow AND id = NEW.claim_request AND status = 'pending');
+    {_with_new(CLAIM_PENDING_REQUEST, ("claim_at", "run_id", "claim_flow", "claim_request"))};
+    {_with_new(RECORD_TRIGGER_LAUNCH.replace("VALUES (?, ?, ?, ?, ?, ?)", "SELECT ?, ?, ?, ?, NULL, ?"),
+               ("run_id", "claim_request", "claim_flow", "claim_attempt", "claim_at"))}
+        WHERE NEW.claim_request IS NOT NULL;
+    INSERT INTO {runs.name} ({", ".join(RUN_START_COLUMNS)})
+        VALUES ({", ".join(f"NEW.{column}" for column in RUN_START_COLUMNS)});
+END
+"""
+_END_TRIGGER = f"""
+CREATE TEMP TRIGGER IF NOT EXISTS partita_run_end_writes INSTEAD OF INSERT ON partita_run_end BEGIN
+    {sqlite_success_attempts("NEW.run_id", "NEW.successes")};
+    {sqlite_success_outlets("NEW.run_id", "NEW.successes")};
+    UPDATE {runs.name} SET status = NEW.status, finished_at = NEW.finished_at, heartbeat_at = NEW.finished_at,
+        summary = NEW.summary WHERE run_id = NEW.run_id;
+    {_with_new(f"UPDATE {trigger_requests.name} SET {TRIGGER_REQUEST_FINISHED} ", ("finished_at",))}
+        WHERE NEW.serves_flow IS NOT NULL AND flow = NEW.serves_flow AND status = 'claimed' AND run_id = NEW.run_id;
+END
+"""
+_DDL = (
+    _view("partita_run_start", _START),
+    _START_TRIGGER,
+    _view("partita_run_end", _END_COLUMNS),
+    _END_TRIGGER,
+)
+
+#: A run's start: its `RUN_START_COLUMNS` values, then its claim's (`run_start_values`).
+RUN_START_SQL = f"INSERT INTO temp.partita_run_start ({', '.join(_START)}) VALUES ({', '.join('?' * len(_START))})"
+#: A run's end: run id, status, finish time, summary, the trigger flow it serves, its successes' JSON text.
+RUN_END_SQL = f"INSERT INTO temp.partita_run_end ({', '.join(_END_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)"
+
+
+def install(connection: sqlite3.Connection) -> sqlite3.Connection:
+    """Create the views and their triggers on a newly opened connection (its ``temp`` schema); returns it."""
+    for statement in _DDL if SUPPORTED else ():
+        connection.execute(statement)
+    return connection
+
+
+def run_start_values(values: tuple[Any, ...], claim: RequestClaim | None) -> tuple[Any, ...]:
+    """`RUN_START_SQL`'s parameters: the runs row's values and the claim's (NULL without one)."""
+    if claim is None:
+        return (*values, None, None, None, None)
+    return (*values, claim.flow, claim.request_id, claim.attempt, claim.claimed_at)
+
+
+def end_successes(progress: Sequence[ProgressBatch]) -> tuple[str | None, list[tuple[Any, ...]]] | None:
+    """The JSON text of the plain successes a run's last batches hold, and those rows; None when they hold more.
+
+    A batch with records, outlet drafts, log lines or a replay needs the
+    transaction of several statements; so does a row JSON would not carry
+    exactly. No successes at all: None as the text (SQLite reads no rows).
+    """
+    rows: list[tuple[Any, ...]] = []
+    for batch in progress:
+        if batch.attempts or batch.outlets or batch.outlet_rows or batch.logs or batch.replay or not batch.new:
+            return None
+        rows.extend(batch.attempt_rows)
+    if not rows:
+        return None, rows
+    text = sqlite_json_text(rows)
+    return None if text is None else (text, rows)
