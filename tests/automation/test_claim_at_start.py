@@ -2,9 +2,11 @@
 
 The daemon hands a pending request to a consumer thread under a new run id;
 the run's start claims it, records its launch and its row together, or
-writes nothing when another daemon claimed it first. Exactly once still
-holds; a daemon gone before the start leaves the request pending, due at
-once; a refused start or plan ends as it did when the claim came first.
+writes nothing when another daemon claimed it first or an event joined it
+since it was read. Exactly once still holds; a daemon gone before the
+start leaves the request pending, due at once; a refused start or plan
+ends as it did when the claim came first; an unexpected error before the
+start holds the request back instead of handing it out again at once.
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ def test_of_two_daemons_handing_out_one_request_only_one_run_starts(store_url: s
 
         lost = [o for o in outcomes.values() if isinstance(o, RequestClaimLost)]
         (won,) = [o for o in outcomes.values() if not isinstance(o, RequestClaimLost)]
-        assert len(lost) == 1 and "claimed by another daemon" in str(lost[0])
+        assert len(lost) == 1 and "changed since it was read" in str(lost[0])
         assert won.succeeded and ran == [KEYS[0]]
         assert [run.header.run_id for run in stores[0].list_runs()] == [won.run_id]
         triggers = TriggerStore(stores[0])
@@ -224,3 +226,64 @@ def test_run_request_with_a_request_claimed_before_keeps_that_claim(store: SqlSt
     assert result is not None and result.run_id == claimed.run_id and ran == [KEYS[0]]
     (stored,) = TriggerStore(store).requests("one_key", ALL)
     assert (stored.status, stored.tries) == ("finished", 1)
+
+
+def test_events_that_join_a_request_after_it_was_handed_out_are_seen_by_its_run(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import partita.automation.consumer_runs as consumer_runs
+
+    publish(store, KEYS[0])
+    ran: list[str] = []
+    seen: list[list[int]] = []
+    flow = _flow(ran)
+    evaluator = TriggerEvaluator(flow, store)
+    handed = _due(evaluator)
+    # Another event of the key is evaluated between the hand-out and the run's start.
+    publish(store, KEYS[0])
+    evaluator.evaluate()
+    (joined,) = TriggerStore(store).requests("one_key")
+    assert len(joined.event_ids) == 2 and len(handed.event_ids) == 1
+
+    with pytest.raises(RequestClaimLost):  # the run would not have seen the new event: it does not start
+        run_request(evaluator, handed)
+    assert ran == [] and store.list_runs() == []
+
+    original = consumer_runs._triggering_events
+
+    def recorded(evaluator: Any, requests: Any) -> Any:
+        events = original(evaluator, requests)
+        seen.append(sorted(event.id for event in events))
+        return events
+
+    monkeypatch.setattr(consumer_runs, "_triggering_events", recorded)
+    assert TriggerDaemon([flow], store).run_once() == 1
+    assert ran == [KEYS[0]] and seen == [sorted(joined.event_ids)]
+    (request,) = TriggerStore(store).requests("one_key", ALL)
+    assert request.status == "finished" and request.event_ids == joined.event_ids
+
+
+def test_an_unexpected_error_before_the_start_holds_the_request_back_instead_of_looping(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import partita.automation.consumer_runs as consumer_runs
+
+    publish(store, KEYS[0])
+    ran: list[str] = []
+    calls: list[int] = []
+
+    def broken(evaluator: Any, requests: Any) -> Any:
+        calls.append(1)
+        raise RuntimeError("a bug before the start")
+
+    monkeypatch.setattr(consumer_runs, "_triggering_events", broken)
+    daemon = TriggerDaemon([_flow(ran)], store)
+    (evaluator,) = daemon.evaluators
+    finished = threading.Event()
+    worker = threading.Thread(target=lambda: (daemon.run_once(), finished.set()), daemon=True)
+    worker.start()
+    assert finished.wait(30), "run_once kept handing the request out again"
+    assert calls == [1] and ran == [] and store.list_runs() == []
+    (request,) = TriggerStore(store).requests("one_key", ALL)
+    assert (request.status, request.run_id) == ("pending", None)
+    assert evaluator.due_runs(1) == []  # held back for as long as a stale claim would be

@@ -22,6 +22,7 @@ from partita.definitions.launch import LaunchKind
 from partita.errors import PartitaError, StoreError
 from partita.results.model import AttemptStatus, RunResult
 from partita.store.protocol import RequestClaim, RequestClaimLost
+from partita.store.schema import event_ids_text
 from partita.store.triggers import TriggerRequest
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def run_claimed(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]) -> R
     try:
         result = run_request(evaluator, claimed)
     except RequestClaimLost:
-        daemon_log.debug("consumer run not started: another daemon claimed its request first", extra=fields)
+        daemon_log.debug("consumer run not started: its request changed since it was read", extra=fields)
         raise
     except BaseException:
         daemon_log.exception("consumer run raised an unexpected error", extra=fields)  # recorded failed if started
@@ -124,9 +125,17 @@ def run_request(
 
 def _claim_of(lead: TriggerRequest, requests: Sequence[TriggerRequest]) -> RequestClaim | None:
     """What the run's start claims: its one pending request (given a run id), or nothing (claimed already)."""
-    if lead.status != "pending" or lead.run_id is None or len(requests) != 1:
+    if lead.status != "pending":
         return None
-    return RequestClaim(flow=lead.flow, request_id=lead.id, attempt=lead.tries + 1, claimed_at=time.time())
+    if lead.run_id is None or len(requests) != 1:  # only `TriggerEvaluator.unclaimed_run` hands one out
+        raise ValueError(f"request {lead.id} is pending: only a one-key run with a run id can claim it as it starts")
+    return RequestClaim(
+        flow=lead.flow,
+        request_id=lead.id,
+        attempt=lead.tries + 1,
+        claimed_at=time.time(),
+        event_ids=event_ids_text(lead.event_ids),
+    )
 
 
 def _plan(

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from partita.automation.consumer_runs import run_claimed, run_fields
-from partita.automation.evaluation import TriggerEvaluator
+from partita.automation.evaluation import STALE_CLAIM_SECONDS, TriggerEvaluator
 from partita.automation.logs import json_log_handler
 from partita.automation.partial_batches import PartialBatches
 from partita.automation.triggers import OnAssetEvents
@@ -192,13 +192,19 @@ class TriggerDaemon:
         except OSError as exc:
             log.warning("no local wake-up beside %s, polling only: %s", path, exc, extra={"daemon": self.daemon_id})
 
-    def _slot_freed(self, flow: str, starting: list[int], future: concurrent.futures.Future[Any]) -> None:
-        self._starting.difference_update(starting)  # claimed by now, or left pending (start failed, or lost)
+    def _slot_freed(
+        self, evaluator: TriggerEvaluator, starting: list[int], future: concurrent.futures.Future[Any]
+    ) -> None:
+        flow = evaluator.flow.name
         error = None if future.cancelled() else future.exception()
+        if starting and error is not None and not isinstance(error, RequestClaimLost):
+            # Unclaimed after an unexpected error: not handed out again at once, as a stale claim would not be.
+            evaluator.hold(starting, STALE_CLAIM_SECONDS)
+        self._starting.difference_update(starting)  # claimed by now, or left pending (start failed, or lost)
         started = not future.cancelled() and error is None and future.result() is not None
         with self._counts:
             if isinstance(error, RequestClaimLost):
-                pass  # another daemon claimed the request first and runs it: no claim of this one's
+                pass  # the request changed since it was read (another daemon runs it, or it is read again)
             elif started:
                 self.started_runs += 1
                 result: RunResult = future.result()
@@ -462,7 +468,7 @@ class TriggerDaemon:
         starting = [request.id for request in claimed if request.status == "pending"]
         self._starting.update(starting)
         future = self._pool.submit(run_claimed, evaluator, claimed)
-        future.add_done_callback(functools.partial(self._slot_freed, flow, starting))
+        future.add_done_callback(functools.partial(self._slot_freed, evaluator, starting))
         self._in_flight.add(future)
         if partial:
             self._partial.started(flow, future)

@@ -36,6 +36,8 @@ log = logging.getLogger("partita.triggers")
 
 #: A claim older than this whose run never started is taken over by another pass.
 STALE_CLAIM_SECONDS = 30.0
+#: Pending requests a daemon reads at once for a one-key flow, whatever its free slots.
+READ_AHEAD = 32
 #: A start the store refused is retried after 1, 2, 4 … seconds, at most this long.
 MAX_START_BACKOFF_SECONDS = 60.0
 
@@ -96,6 +98,8 @@ class TriggerEvaluator:
         #: store either: request id -> when it is due again here.
         self._held: dict[int, float] = {}
         self._held_lock = threading.Lock()
+        #: One-key runs' pending requests read ahead of the free slots, oldest first (`due_runs`).
+        self._ahead: list[TriggerRequest] = []
 
     def _partition_def(self, asset: str) -> Any:
         definition = self._registry.get(asset)
@@ -275,7 +279,9 @@ class TriggerEvaluator:
         the trigger's ``max_keys_per_run``, oldest first. Pending requests in
         ``starting`` (one-key runs handed to a consumer thread, whose start
         claims them) are left out, as are those held back here after a start
-        failed.
+        failed. A one-key flow reads `READ_AHEAD` pending requests at once and
+        hands out the rest on later calls, until it is time to look for stale
+        claims again.
         """
         size = self.flow.trigger.max_keys_per_run  # type: ignore[union-attr]
         held = starting
@@ -284,12 +290,21 @@ class TriggerEvaluator:
                 now = time.time()
                 self._held = {request_id: until for request_id, until in self._held.items() if until > now}
                 held = self._held.keys() | starting
-        due = self.due_requests(limit=runs * size + len(held))
+        ahead = [request for request in self._ahead if request.id not in held] if size == 1 else []
+        if len(ahead) >= runs and time.time() - self._last_stale_check < STALE_CLAIM_SECONDS / 4:
+            self._ahead = ahead[runs:]
+            return [[request] for request in ahead[:runs]]
+        # One-key runs read a few more than the free slots take: their starts claim them, so one
+        # another daemon started meanwhile only costs that start, and most freed slots read nothing.
+        wanted = max(runs, READ_AHEAD) if size == 1 else runs * size
+        due = self.due_requests(limit=wanted + len(held))
         if held:
             due = [request for request in due if request.status == "claimed" or request.id not in held]
         batches = list(_by_run([request for request in due if request.status == "claimed"]))
         pending = [request for request in due if request.status != "claimed"]
         batches.extend(pending[start : start + size] for start in range(0, len(pending), size))
+        if size == 1:
+            self._ahead = [request for (request,) in batches[runs:] if request.status == "pending"]
         return batches[:runs]
 
     def _recover(self, claimed: TriggerRequest, now: float, record: bool) -> TriggerRequest | None:
@@ -373,10 +388,15 @@ class TriggerEvaluator:
     def abandon(self, request: TriggerRequest, error: str, *, alone: bool = False) -> None:
         """The request can never run (its plan is refused): close it, visibly (alone: not its batch)."""
         log.error("flow %s: consumer request %s cannot run and is abandoned: %s", self.flow.name, request.id, error)
-        if request.status == "pending":  # a one-key run's request, which its start would have claimed
-            self.triggers.abandon_pending(request, error, time.time())
-        else:
+        # A one-key run's request is pending unless its start claimed it before the run failed.
+        if request.status != "pending" or not self.triggers.abandon_pending(request, error, time.time()):
             self.triggers.abandon(request, error, time.time(), alone=alone)
+
+    def hold(self, request_ids: Sequence[int], seconds: float) -> None:
+        """Hand these pending requests out again only after ``seconds`` (their one-key run failed to start)."""
+        until = time.time() + seconds
+        with self._held_lock:
+            self._held.update(dict.fromkeys(request_ids, until))
 
     def start_failed(self, request: TriggerRequest, error: Exception) -> None:
         """The store refused the run's start: give the request back, to be tried again after a backoff.
@@ -389,8 +409,7 @@ class TriggerEvaluator:
         """
         delay = min(MAX_START_BACKOFF_SECONDS, 2.0 ** request.start_failures)
         if request.status == "pending":
-            with self._held_lock:
-                self._held[request.id] = time.time() + delay
+            self.hold([request.id], delay)
         try:
             if request.run_id is not None and self.triggers.run_status(request.run_id) is not None:
                 log.error("flow %s: consumer run %s failed in the store: %s", self.flow.name, request.run_id, error)

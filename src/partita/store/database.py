@@ -195,7 +195,7 @@ class Database:
             if self.sqlite_path is not None and self.access is SqliteAccess.READ_WRITE:
                 self.checkpointer = WalCheckpointer(self.driver_connection)
                 self.shared_writer = SharedConnection(self._writer_connection)
-                self._writers = SqliteWriters(self.shared_writer, self.checkpointer.committed)
+                self._writers = SqliteWriters(self.shared_writer, self.checkpointer.committed, self.driver_connection)
                 self.one_statement_verbs = sqlite_verbs.SUPPORTED
         else:
             self.engine = _postgresql_engine(parsed)

@@ -80,7 +80,7 @@ class SharedConnection:
     """
 
     def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
-        #: Opens a connection configured like this one (for the readers beside it).
+        #: Opens the connection (again after `drop`).
         self.connect = connect
         self._connection: sqlite3.Connection | None = None
         forget_in_child(self)
@@ -128,10 +128,12 @@ class DriverTransaction:
 class SqliteWriters:
     """Write transactions on the process's shared connection to one SQLite file, and reads."""
 
-    def __init__(self, shared: SharedConnection, committed: Callable[[], None]) -> None:
+    def __init__(
+        self, shared: SharedConnection, committed: Callable[[], None], connect_reader: Callable[[], Any]
+    ) -> None:
         self._shared = shared
         self._committed = committed  # told after every commit (the background checkpoint)
-        self._readers = ThreadConnections(shared.connect)  # for reads while another thread writes
+        self._readers = ThreadConnections(connect_reader)  # for reads while another thread writes
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[DriverTransaction]:
@@ -145,18 +147,24 @@ class SqliteWriters:
                 connection.execute("COMMIT")
             except BaseException:
                 if connection.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
+                    try:
                         connection.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        self._shared.drop()  # closing it ends the transaction: the next use reconnects
                 raise
         self._committed()
 
     def statement(self, statement: str, parameters: Any = ()) -> None:
         """One statement that commits on its own (autocommit) under the write gate: one call into SQLite.
 
-        Inside this thread's own transaction it joins that transaction.
+        Never inside a transaction (this thread's own, under the reentrant
+        gate): it would join it and commit nothing yet.
         """
         with SQLITE_WRITE_GATE:
-            self._shared.get().execute(statement, parameters)
+            connection = self._shared.get()
+            if connection.in_transaction:
+                raise sqlite3.OperationalError("a statement that commits on its own was run inside a transaction")
+            connection.execute(statement, parameters)
         self._committed()
 
     def rows(self, statement: str, parameters: Any = ()) -> list[Any]:

@@ -51,6 +51,8 @@ class RequestClaim:
 
     A run and its claim commit together: a daemon that dies before the
     start leaves the request pending, not claimed by a run that never began.
+    The claim holds only while the request is pending with the events the
+    run was given.
     """
 
     flow: str
@@ -58,10 +60,13 @@ class RequestClaim:
     #: Which try of the request the run is (its ``tries`` before the claim, plus one).
     attempt: int
     claimed_at: float
+    #: The request's ``event_ids`` as read (`schema.event_ids_text`): events that joined it since
+    #: then would go unseen by the run, so the claim then matches nothing.
+    event_ids: str
 
 
 class RequestClaimLost(StoreError):
-    """Another daemon claimed the request first: the run did not start and nothing was written."""
+    """The request is no longer as read (another daemon claimed it, or events joined it): nothing was written."""
 
 
 @dataclass(frozen=True, slots=True)

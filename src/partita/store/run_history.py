@@ -143,11 +143,14 @@ class SqlRunHistory:
 
     @staticmethod
     def _claim_lost(claim: RequestClaim) -> RequestClaimLost:
-        return RequestClaimLost(f"flow {claim.flow!r}: request {claim.request_id} was claimed by another daemon")
+        return RequestClaimLost(
+            f"flow {claim.flow!r}: request {claim.request_id} changed since it was read "
+            "(another daemon claimed or closed it, or new events joined it)"
+        )
 
     def _claim(self, connection: Any, claim: RequestClaim, run_id: str) -> None:
         """Claim the run's pending request and record its launch, or raise `RequestClaimLost` (rolled back)."""
-        params = (claim.claimed_at, run_id, claim.flow, claim.request_id)
+        params = (claim.claimed_at, run_id, claim.flow, claim.request_id, claim.event_ids)
         if connection.exec_driver_sql(self._claim_sql, params).rowcount == 0:
             raise self._claim_lost(claim)
         launch = (run_id, claim.request_id, claim.flow, claim.attempt, None, claim.claimed_at)

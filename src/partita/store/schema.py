@@ -7,6 +7,9 @@ newest revision this version of partita understands.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -276,6 +279,14 @@ trigger_requests = Table(
     Index("ix_partita_trigger_requests_status", "flow", "status"),
 )
 
+def event_ids_text(ids: Iterable[int]) -> str:
+    """A request's (or waiting key's) ``event_ids`` as stored: the sorted distinct ids as a JSON list.
+
+    A request's events only grow, so its text changes whenever one joins.
+    """
+    return json.dumps(sorted(set(ids)))
+
+
 #: What a finished request's row says: its run ran (set with the run's end, or by the daemon).
 TRIGGER_REQUEST_FINISHED = "status = 'finished', finished_at = ?, start_failures = 0, not_before = NULL"
 #: Finish every request of a flow claimed under a run id (parameters: finished_at, flow, run_id).
@@ -298,11 +309,11 @@ trigger_runs = Table(
     Index("ix_partita_trigger_runs_request", "request_id"),
 )
 
-#: Claim one pending request for a run (parameters: claimed_at, run_id, flow, id): no row matches
-#: once another daemon claimed it.
+#: Claim one pending request for a run (parameters: claimed_at, run_id, flow, id, event_ids): no row
+#: matches once another daemon claimed it, or once new events joined it since it was read.
 CLAIM_PENDING_REQUEST = (
     f"UPDATE {trigger_requests.name} SET status = 'claimed', claimed_at = ?, run_id = ?, tries = tries + 1 "
-    "WHERE flow = ? AND id = ? AND status = 'pending'"
+    "WHERE flow = ? AND id = ? AND status = 'pending' AND event_ids = ?"
 )
 #: Record a consumer run's launch (parameters: run_id, request_id, flow, attempt, follows_run_id, created_at).
 RECORD_TRIGGER_LAUNCH = (

@@ -3,10 +3,11 @@
 Every call into SQLite gives up the interpreter's lock, and the calling
 thread must then take it back from whichever thread took it meanwhile,
 while it holds the write gate that every writer of the process waits on. A
-triggered one-key run used to make eleven such calls under the gate: its
-start (``BEGIN``, the claim, the launch, the run's row, ``COMMIT``) and its
-end (``BEGIN``, the attempt, the outlet event, the outcome, the requests,
-``COMMIT``). Here each verb is one ``INSERT`` into a temporary view whose
+triggered one-key run made 13 such calls under the gate: its claim
+(``BEGIN``, the claim, the launch, ``COMMIT``), its start (``BEGIN``, the
+run's row, ``COMMIT``) and its end (``BEGIN``, the attempt, the outlet
+event, the outcome, the requests, ``COMMIT``). Here the start (with the
+claim) and the end are one ``INSERT`` each into a temporary view whose
 ``INSTEAD OF`` trigger makes all of its writes, committed on its own: the
 same rows, in one transaction, for one call.
 
@@ -28,22 +29,16 @@ from partita.store.bulk_writes import sqlite_json_text
 from partita.store.journal_rows import sqlite_success_attempts, sqlite_success_outlets
 from partita.store.protocol import ProgressBatch, RequestClaim
 from partita.store.run_rows import RUN_START_COLUMNS
-from partita.store.schema import (
-    CLAIM_PENDING_REQUEST,
-    RECORD_TRIGGER_LAUNCH,
-    TRIGGER_REQUEST_FINISHED,
-    runs,
-    trigger_requests,
-)
+from partita.store.schema import CLAIM_PENDING_REQUEST, TRIGGER_REQUEST_FINISHED, runs, trigger_requests, trigger_runs
 
 __all__ = ["CLAIM_LOST", "RUN_END_SQL", "RUN_START_SQL", "SUPPORTED", "end_successes", "install", "run_start_values"]
 
 #: ``->>``, which the end's trigger reads its JSON with, arrived in SQLite 3.38: older ones keep the transactions.
 SUPPORTED = sqlite3.sqlite_version_info >= (3, 38, 0)
-#: The message of the abort that a claim another daemon took first raises (an `sqlite3.IntegrityError`).
-CLAIM_LOST = "partita: the trigger request was claimed first by another daemon"
+#: The message of the abort a claim that no longer matches raises (an `sqlite3.IntegrityError`).
+CLAIM_LOST = "partita: the trigger request changed since it was read"
 
-_CLAIM_COLUMNS = ("claim_flow", "claim_request", "claim_attempt", "claim_at")
+_CLAIM_COLUMNS = ("claim_flow", "claim_request", "claim_attempt", "claim_at", "claim_events")
 _END_COLUMNS = ("run_id", "status", "finished_at", "summary", "serves_flow", "successes")
 
 
@@ -53,6 +48,7 @@ def _view(name: str, columns: Sequence[str]) -> str:
 
 def _with_new(statement: str, names: Sequence[str]) -> str:
     """A statement written with ``?`` for ``names``, each replaced by its ``NEW.`` column, in order."""
+    assert statement.count("?") == len(names), statement  # the statement and this call must change together
     for name in names:
         statement = statement.replace("?", f"NEW.{name}", 1)
     return statement
@@ -62,11 +58,11 @@ _START = (*RUN_START_COLUMNS, *_CLAIM_COLUMNS)
 _START_TRIGGER = f"""
 CREATE TEMP TRIGGER IF NOT EXISTS partita_run_start_writes INSTEAD OF INSERT ON partita_run_start BEGIN
     SELECT RAISE(ABORT, '{CLAIM_LOST}') WHERE NEW.claim_request IS NOT NULL AND NOT EXISTS (
-        SELECT 1 FROM {trigger_requests.name}
-        WHERE flow = NEW.claim_flow AND id = NEW.claim_request AND status = 'pending');
-    {_with_new(CLAIM_PENDING_REQUEST, ("claim_at", "run_id", "claim_flow", "claim_request"))};
-    {_with_new(RECORD_TRIGGER_LAUNCH.replace("VALUES (?, ?, ?, ?, ?, ?)", "SELECT ?, ?, ?, ?, NULL, ?"),
-               ("run_id", "claim_request", "claim_flow", "claim_attempt", "claim_at"))}
+        SELECT 1 FROM {trigger_requests.name} WHERE flow = NEW.claim_flow AND id = NEW.claim_request
+        AND status = 'pending' AND event_ids = NEW.claim_events);
+    {_with_new(CLAIM_PENDING_REQUEST, ("claim_at", "run_id", "claim_flow", "claim_request", "claim_events"))};
+    INSERT INTO {trigger_runs.name} (run_id, request_id, flow, attempt, follows_run_id, created_at)
+        SELECT NEW.run_id, NEW.claim_request, NEW.claim_flow, NEW.claim_attempt, NULL, NEW.claim_at
         WHERE NEW.claim_request IS NOT NULL;
     INSERT INTO {runs.name} ({", ".join(RUN_START_COLUMNS)})
         VALUES ({", ".join(f"NEW.{column}" for column in RUN_START_COLUMNS)});
@@ -105,8 +101,8 @@ def install(connection: sqlite3.Connection) -> sqlite3.Connection:
 def run_start_values(values: tuple[Any, ...], claim: RequestClaim | None) -> tuple[Any, ...]:
     """`RUN_START_SQL`'s parameters: the runs row's values and the claim's (NULL without one)."""
     if claim is None:
-        return (*values, None, None, None, None)
-    return (*values, claim.flow, claim.request_id, claim.attempt, claim.claimed_at)
+        return (*values, None, None, None, None, None)
+    return (*values, claim.flow, claim.request_id, claim.attempt, claim.claimed_at, claim.event_ids)
 
 
 def end_successes(progress: Sequence[ProgressBatch]) -> tuple[str | None, list[tuple[Any, ...]]] | None:

@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from partita.errors import StoreError
 from partita.store.schema import (
     daemons,
+    event_ids_text,
     events,
     flow_state,
     trigger_cursors,
@@ -318,9 +319,9 @@ class TriggerStore(TriggerRequests):
                 ids = [*earlier.get(key, ()), *ready[key]]
                 if key in open_requests:  # not claimed yet: the new events join it
                     request_id, known = open_requests[key]
-                    extended.append((json.dumps(sorted(set(known) | set(ids))), request_id))
+                    extended.append((event_ids_text({*known, *ids}), request_id))
                 else:
-                    created.append((flow, key, generations.get(key, -1) + 1, json.dumps(sorted(set(ids))), now))
+                    created.append((flow, key, generations.get(key, -1) + 1, event_ids_text(ids), now))
             if extended:
                 connection.exec_driver_sql(sql(f"UPDATE {requests_table} SET event_ids = ? WHERE id = ?"), extended)
             if created:
@@ -354,9 +355,9 @@ class TriggerStore(TriggerRequests):
         for start in range(0, len(waiting_keys), _CHUNK):
             chunk = waiting_keys[start : start + _CHUNK]
             known = self._waiting_events(connection, flow, chunk)
-            fresh = [(flow, key, now, json.dumps(sorted(set(waiting[key])))) for key in chunk if key not in known]
+            fresh = [(flow, key, now, event_ids_text(waiting[key])) for key in chunk if key not in known]
             grown = [
-                (json.dumps(sorted(set(known[key]) | set(waiting[key]))), flow, key) for key in chunk if key in known
+                (event_ids_text({*known[key], *waiting[key]}), flow, key) for key in chunk if key in known
             ]
             if fresh:
                 connection.exec_driver_sql(

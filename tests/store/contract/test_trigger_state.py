@@ -15,10 +15,12 @@ import threading
 
 import pytest
 
-from partita.store.protocol import RequestClaim, RequestClaimLost
+from partita.definitions.launch import LaunchKind, RunLaunch
+from partita.store.protocol import RequestClaim, RequestClaimLost, RunStart
+from partita.store.schema import event_ids_text
 from partita.store.triggers import EventPosition, NewEvents, TriggerLaunch, WaitingKey
 
-from .conftest import count_rows, dead_pid, draft, start_run
+from .conftest import count_rows, dead_pid, draft, plan_document, start_run
 
 FLOW = "consumer_flow"
 START = EventPosition()
@@ -203,11 +205,17 @@ def test_a_stale_claim_is_taken_over_once_and_keeps_its_run_id(trigger_state, ot
 # -- one-key runs: the run's start claims its request ------------------------------------------------
 
 
+def _claim_of(request, now: float, *, flow: str = FLOW, event_ids=None) -> RequestClaim:
+    """The claim of a pending request as read, as a one-key run's start takes it."""
+    ids = request.event_ids if event_ids is None else event_ids
+    return RequestClaim(flow, request.id, request.tries + 1, now, event_ids_text(ids))
+
+
 def test_a_run_start_claims_its_pending_request_and_records_its_launch_with_its_row(trigger_state, run_history):
     _pass(trigger_state, {"k": [1]}, cursor=EventPosition(0, 1))
     pending = _one(trigger_state)
 
-    start_run(run_history, "r" * 32, dt.datetime.now(dt.UTC), claim=RequestClaim(FLOW, pending.id, 1, T0 + 1))
+    start_run(run_history, "r" * 32, dt.datetime.now(dt.UTC), claim=_claim_of(pending, T0 + 1))
 
     claimed = _one(trigger_state, "claimed")
     assert (claimed.id, claimed.run_id, claimed.claimed_at, claimed.tries) == (pending.id, "r" * 32, T0 + 1, 1)
@@ -222,8 +230,8 @@ def test_a_run_start_whose_request_another_daemon_claimed_writes_nothing(
     pending = _one(trigger_state)
     assert other_trigger_state.claim(pending, "o" * 32, T0 + 1)
 
-    with pytest.raises(RequestClaimLost, match="claimed by another daemon"):
-        start_run(run_history, "r" * 32, dt.datetime.now(dt.UTC), claim=RequestClaim(FLOW, pending.id, 1, T0 + 2))
+    with pytest.raises(RequestClaimLost, match="changed since it was read"):
+        start_run(run_history, "r" * 32, dt.datetime.now(dt.UTC), claim=_claim_of(pending, T0 + 2))
 
     assert trigger_state.run_status("r" * 32) is None and trigger_state.launch("r" * 32) is None
     assert count_rows(tables, "partita_runs") == 0
@@ -236,10 +244,49 @@ def test_a_run_start_claims_only_a_pending_request_of_its_own_flow(trigger_state
     pending = _one(trigger_state)
     trigger_state.finish(pending.id, T0 + 1)
     with pytest.raises(RequestClaimLost):  # finished already
-        start_run(run_history, "r" * 32, dt.datetime.now(dt.UTC), claim=RequestClaim(FLOW, pending.id, 1, T0 + 2))
+        start_run(run_history, "r" * 32, dt.datetime.now(dt.UTC), claim=_claim_of(pending, T0 + 2))
     with pytest.raises(RequestClaimLost):  # another flow's id
-        start_run(run_history, "s" * 32, dt.datetime.now(dt.UTC), claim=RequestClaim("other", pending.id, 1, T0 + 2))
+        start_run(run_history, "s" * 32, dt.datetime.now(dt.UTC), claim=_claim_of(pending, T0 + 2, flow="other"))
     assert count_rows(tables, "partita_runs") == 0 and count_rows(tables, "partita_trigger_runs") == 0
+
+
+def test_a_run_start_given_fewer_events_than_its_request_now_has_claims_nothing(trigger_state, run_history, tables):
+    _pass(trigger_state, {"k": [1]}, cursor=EventPosition(0, 1))
+    read = _one(trigger_state)
+    # Another event joins the open request after the daemon read it: the run would not see it.
+    _pass(trigger_state, {"k": [2]}, expected=EventPosition(0, 1), cursor=EventPosition(0, 2), now=T0 + 1)
+    assert _one(trigger_state).event_ids == (1, 2)
+
+    with pytest.raises(RequestClaimLost):
+        start_run(run_history, "r" * 32, dt.datetime.now(dt.UTC), claim=_claim_of(read, T0 + 2))
+    assert count_rows(tables, "partita_runs") == 0 and _one(trigger_state).status == "pending"
+
+    start_run(run_history, "s" * 32, dt.datetime.now(dt.UTC), claim=_claim_of(_one(trigger_state), T0 + 3))
+    assert _one(trigger_state, "claimed").run_id == "s" * 32
+
+
+def test_a_run_start_with_tags_claims_in_its_transaction_too(trigger_state, other_trigger_state, run_history, tables):
+    """Tags keep the start's transaction of several statements on every backend: the claim is in it."""
+    _pass(trigger_state, {"k": [1], "l": [2]}, cursor=EventPosition(0, 2))
+    first, second = trigger_state.requests(FLOW)
+    assert other_trigger_state.claim(second, "o" * 32, T0 + 1)
+
+    def start(run_id: str, request) -> None:
+        run_history.record_run_started(
+            RunStart(
+                run_id=run_id, started_at=dt.datetime.now(dt.UTC), plan=plan_document(), record_partition_keys=False,
+                owner_host="h", owner_pid=1, owner_token="t",
+                launch=RunLaunch(LaunchKind.TRIGGER, FLOW, (("team", "data"),)), claim=_claim_of(request, T0 + 2),
+            )
+        )  # fmt: skip
+
+    start("r" * 32, first)
+    with pytest.raises(RequestClaimLost):
+        start("s" * 32, second)
+    claimed = {request.run_id for request in trigger_state.requests(FLOW, ("claimed",))}
+    assert claimed == {"r" * 32, "o" * 32}
+    assert trigger_state.launch("r" * 32) == TriggerLaunch(FLOW, first.id, 1, None)
+    assert count_rows(tables, "partita_runs") == 1 and count_rows(tables, "partita_run_tags") == 1
 
 
 def test_a_pending_request_is_put_off_and_abandoned_only_while_pending(trigger_state):
