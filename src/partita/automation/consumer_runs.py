@@ -3,8 +3,9 @@
 The run id was fixed when the requests were claimed: if another daemon
 already started that run, the store refuses the second start. A one-key
 run's pending request is claimed by the transaction that records the run's
-start (`RequestClaim`): when another daemon claimed it first, nothing is
-written and `RequestClaimLost` tells the daemon. A batch plans
+start (`RequestClaim`): when another daemon claimed it first, or events
+joined it since it was read, nothing is written and `RequestClaimLost`
+tells the daemon. A batch plans
 its keys together; a key the plan refuses is abandoned alone, so one bad key
 never holds back the others. Each attempt sees the events that triggered its
 own key (`AssetContext.triggering_events`).

@@ -94,8 +94,8 @@ class TriggerEvaluator:
         self._consumer_def = consumer_partition_def(flow)
         self._last_stale_check = float("-inf")
         self._registry = flow.registry
-        #: Pending requests whose one-key run could not start and could not be put off in the
-        #: store either: request id -> when it is due again here.
+        #: Pending requests whose one-key run failed to start, held back here whether or not the store
+        #: recorded the backoff: request id -> when this daemon hands it out again.
         self._held: dict[int, float] = {}
         self._held_lock = threading.Lock()
         #: One-key runs' pending requests read ahead of the free slots, oldest first (`due_runs`).

@@ -107,10 +107,12 @@ class SqlRunHistory:
     def record_run_started(self, run: RunStart) -> None:
         """Insert the run's row; a transient failure is retried, and a retry never inserts it twice.
 
-        A consumer run's `RequestClaim` is taken in the same transaction:
-        `RequestClaimLost` (nothing written) when another daemon took the
-        request first. Raises StoreError when the row cannot be written (the
-        run must not start).
+        A one-key consumer run's `RequestClaim` is taken in the same
+        transaction: `RequestClaimLost` (nothing written) when the request
+        changed since it was read (another daemon claimed or closed it, or
+        events joined it). Raises StoreError when the row cannot be written
+        (the run must not start). On a SQLite file, a start without tags is
+        one statement (`sqlite_verbs`).
         """
         values = run_start_row(run)
         started = values[2]

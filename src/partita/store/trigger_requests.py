@@ -147,8 +147,7 @@ class TriggerRequests:
             "WHERE flow = ? AND status = 'claimed' AND run_id = ? AND claimed_at = ?"
         )
         params = (now, request.flow, request.run_id, request.claimed_at)
-        with self._failures("claim a trigger request"), self._database.driver_write() as connection:
-            return bool(connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount > 0)
+        return self._updated("claim a trigger request", statement, params)
 
     def claim_pending(self, requests: Sequence[TriggerRequest], run_id: str, now: float) -> list[int]:
         """Claim those of ``requests`` still pending under one run id, in one transaction; the ids won.
@@ -239,8 +238,7 @@ class TriggerRequests:
             "last_error = ? WHERE flow = ? AND id = ? AND status = 'pending'"
         )
         params = (not_before, error, request.flow, request.id)
-        with self._failures("put off a trigger request"), self._database.driver_write() as connection:
-            return bool(connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount > 0)
+        return self._updated("put off a trigger request", statement, params)
 
     def finish_run(self, flow: str, run_id: str, now: float) -> None:
         """Finish every request of ``flow`` claimed under ``run_id``: its run ran."""
@@ -267,8 +265,7 @@ class TriggerRequests:
         params: tuple[Any, ...] = (now, error, request.flow, request.run_id)
         if alone:
             statement, params = statement + " AND id = ?", (*params, request.id)
-        with self._failures("abandon a trigger request"), self._database.driver_write() as connection:
-            return bool(connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount > 0)
+        return self._updated("abandon a trigger request", statement, params)
 
     def abandon_pending(self, request: TriggerRequest, error: str, now: float) -> bool:
         """End a pending request that will not run: a one-key run's, whose plan is refused before its start claims it."""
@@ -277,7 +274,11 @@ class TriggerRequests:
             "WHERE flow = ? AND status = 'pending' AND id = ?"
         )
         params = (now, error, request.flow, request.id)
-        with self._failures("abandon a trigger request"), self._database.driver_write() as connection:
+        return self._updated("abandon a trigger request", statement, params)
+
+    def _updated(self, action: str, statement: str, params: tuple[Any, ...]) -> bool:
+        """Run one conditional update (driver SQL with ``?``) in a transaction of its own: whether a row matched."""
+        with self._failures(action), self._database.driver_write() as connection:
             return bool(connection.exec_driver_sql(self._database.driver_sql(statement), params).rowcount > 0)
 
     def run_status(self, run_id: str) -> str | None:
