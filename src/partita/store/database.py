@@ -27,7 +27,6 @@ from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from partita.errors import ConfigurationError, StoreError
-from partita.store import sqlite_verbs
 from partita.store.bulk_writes import RowShape, Upsert, insert_rows, upsert_rows, upsert_statements
 from partita.store.checkpointer import BACKSTOP_PAGES, WalCheckpointer
 from partita.store.driver_writes import SharedConnection, SqliteWriters
@@ -42,6 +41,8 @@ from partita.store.location import (
     sqlite_connector,
 )
 from partita.store.schema import events
+from partita.store.sqlite_verbs import SUPPORTED as ONE_STATEMENT_VERBS
+from partita.store.sqlite_verbs import install as install_verbs
 
 __all__ = ["Database", "configure_sqlite", "describe_failure"]
 
@@ -196,7 +197,7 @@ class Database:
                 self.checkpointer = WalCheckpointer(self.driver_connection)
                 self.shared_writer = SharedConnection(self._writer_connection)
                 self._writers = SqliteWriters(self.shared_writer, self.checkpointer.committed, self.driver_connection)
-                self.one_statement_verbs = sqlite_verbs.SUPPORTED
+                self.one_statement_verbs = ONE_STATEMENT_VERBS
         else:
             self.engine = _postgresql_engine(parsed)
         self._url = location.display
@@ -375,7 +376,7 @@ class Database:
 
     def _writer_connection(self) -> sqlite3.Connection:
         """A new connection to the SQLite file with the one-statement verbs installed (`sqlite_verbs`)."""
-        return sqlite_verbs.install(self.driver_connection())
+        return install_verbs(self.driver_connection())
 
     def driver_statement(self, statement: str, parameters: Any = ()) -> None:
         """Run ``statement`` committed on its own on the shared SQLite connection (`one_statement_verbs` only)."""

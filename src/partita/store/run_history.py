@@ -21,7 +21,6 @@ from partita.errors import UnknownRunError
 from partita.events.model import EventDraft
 from partita.execution.attempt_logs import LogBatch
 from partita.results.record import AttemptRecord, TaskRecord
-from partita.store import sqlite_verbs
 from partita.store.attempt_log_rows import read_logs
 from partita.store.attempt_states import read_failed_or_running, read_key_attempts, read_unkeyed_attempts
 from partita.store.database import Database
@@ -62,6 +61,7 @@ from partita.store.schema import (
     run_tags,
     runs,
 )
+from partita.store.sqlite_verbs import CLAIM_LOST, RUN_END_SQL, RUN_START_SQL, end_successes, run_start_values
 
 __all__ = ["MIN_RUN_ID_PREFIX", "SqlRunHistory"]
 
@@ -137,9 +137,9 @@ class SqlRunHistory:
     def _start_in_one_statement(self, values: tuple[Any, ...], claim: RequestClaim | None) -> None:
         """SQLite: the run's row, and its claim and launch, as one statement (`sqlite_verbs`)."""
         try:
-            self._database.driver_statement(sqlite_verbs.RUN_START_SQL, sqlite_verbs.run_start_values(values, claim))
+            self._database.driver_statement(RUN_START_SQL, run_start_values(values, claim))
         except sqlite3.IntegrityError as exc:
-            if claim is not None and str(exc) == sqlite_verbs.CLAIM_LOST:
+            if claim is not None and str(exc) == CLAIM_LOST:
                 raise self._claim_lost(claim) from None
             raise
 
@@ -207,10 +207,10 @@ class SqlRunHistory:
 
         def write(number: int) -> None:
             # A retry writes idempotently, through the transaction: the first try may have committed.
-            successes = None if number or not self._database.one_statement_verbs else sqlite_verbs.end_successes(progress)
+            successes = None if number or not self._database.one_statement_verbs else end_successes(progress)
             if successes is not None:
                 text, rows = successes
-                self._database.driver_statement(sqlite_verbs.RUN_END_SQL, (end.run_id, *values[:2], values[3], serves, text))
+                self._database.driver_statement(RUN_END_SQL, (end.run_id, *values[:2], values[3], serves, text))
                 announced = announced_assets(rows)
                 if announced:  # none would wake every daemon on this machine
                     self._database.events_committed(announced)
