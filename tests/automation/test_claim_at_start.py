@@ -287,3 +287,61 @@ def test_an_unexpected_error_before_the_start_holds_the_request_back_instead_of_
     (request,) = TriggerStore(store).requests("one_key", ALL)
     assert (request.status, request.run_id) == ("pending", None)
     assert evaluator.due_runs(1) == []  # held back for as long as a stale claim would be
+
+
+def test_a_request_events_keep_joining_is_claimed_before_its_run_and_runs(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim at the start lost to new events is not retried the same way: the next one claims first."""
+    import partita.automation.consumer_runs as consumer_runs
+
+    publish(store, KEYS[0])
+    ran: list[str] = []
+    daemon = TriggerDaemon([_flow(ran)], store, max_in_flight=1)
+    (evaluator,) = daemon.evaluators
+    original, emitted = consumer_runs._triggering_events, []
+
+    def busy(evaluator: Any, requests: Any) -> Any:
+        if len(emitted) < 3:  # a producer emits for the key again while each of the first runs plans
+            publish(store, KEYS[0])
+            evaluator.evaluate()
+            emitted.append(1)
+        return original(evaluator, requests)
+
+    monkeypatch.setattr(consumer_runs, "_triggering_events", busy)
+    assert daemon.run_once() == 2
+    requests = TriggerStore(store).requests("one_key", ALL)
+    assert [r.status for r in requests] == ["finished", "finished"] and ran == [KEYS[0], KEYS[0]]
+    first, second = requests  # every event of the key, each served by exactly one run
+    assert len(first.event_ids) == 2 and len(second.event_ids) == 2
+    assert not set(first.event_ids) & set(second.event_ids)
+
+
+def test_a_pass_that_finds_its_open_request_claimed_meanwhile_opens_the_next_generation(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: a run's start may claim the request between a pass's two reads; its events go on."""
+    if store.dialect != "postgresql":
+        pytest.skip("SQLite's write lock serializes a pass and a claim")
+    publish(store, KEYS[0])
+    ran: list[str] = []
+    evaluator = TriggerEvaluator(_flow(ran), store)
+    handed = _due(evaluator)
+    publish(store, KEYS[0])
+    original = TriggerStore._open_requests
+    rival = SqlStore(store.connect_url)
+
+    def claimed_meanwhile(self: TriggerStore, connection: Any, ids: list[int]) -> Any:
+        if ids:  # another connection's run start claims the request before this pass locks it
+            assert run_request(TriggerEvaluator(_flow(ran), rival), handed) is not None
+        return original(self, connection, ids)
+
+    monkeypatch.setattr(TriggerStore, "_open_requests", claimed_meanwhile)
+    try:
+        evaluator.evaluate()
+    finally:
+        rival.close()
+    first, second = TriggerStore(store).requests("one_key", ALL)
+    assert (first.status, len(first.event_ids)) == ("finished", 1)
+    assert (second.status, second.generation, len(second.event_ids)) == ("pending", 1, 1)
+    assert set(first.event_ids).isdisjoint(second.event_ids)

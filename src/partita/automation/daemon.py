@@ -197,14 +197,16 @@ class TriggerDaemon:
     ) -> None:
         flow = evaluator.flow.name
         error = None if future.cancelled() else future.exception()
-        if starting and error is not None and not isinstance(error, RequestClaimLost):
+        if starting and isinstance(error, RequestClaimLost):  # the request changed since it was read:
+            evaluator.claim_lost(starting)  # another daemon runs it, or this one claims it first next time
+        elif starting and error is not None:
             # Unclaimed after an unexpected error: not handed out again at once, as a stale claim would not be.
             evaluator.hold(starting, STALE_CLAIM_SECONDS)
         self._starting.difference_update(starting)  # claimed by now, or left pending (start failed, or lost)
         started = not future.cancelled() and error is None and future.result() is not None
         with self._counts:
             if isinstance(error, RequestClaimLost):
-                pass  # the request changed since it was read (another daemon runs it, or it is read again)
+                pass  # neither a start nor a failed one
             elif started:
                 self.started_runs += 1
                 result: RunResult = future.result()
@@ -444,8 +446,8 @@ class TriggerDaemon:
                 partial = len(batch) < size and batch[0].status == "pending"
                 if partial and self._partial.holds_back(name, serving=self._wakeup is not None):
                     continue
-                if size == 1 and batch[0].status == "pending":  # one run per key: its start claims it
-                    claimed = evaluator.unclaimed_run(batch[0])
+                if size == 1 and batch[0].status == "pending" and not evaluator.claims_first(batch[0]):
+                    claimed = evaluator.unclaimed_run(batch[0])  # one run per key: its start claims it
                 else:
                     claimed = evaluator.claim_run(batch)
                 if claimed is None:

@@ -100,6 +100,9 @@ class TriggerEvaluator:
         self._held_lock = threading.Lock()
         #: One-key runs' pending requests read ahead of the free slots, oldest first (`due_runs`).
         self._ahead: list[TriggerRequest] = []
+        #: One-key requests whose claim at their run's start was lost (`claim_lost`): claimed before
+        #: their run from now on, so that a request events keep joining still runs.
+        self._contended: set[int] = set()
 
     def _partition_def(self, asset: str) -> Any:
         definition = self._registry.get(asset)
@@ -290,8 +293,12 @@ class TriggerEvaluator:
                 now = time.time()
                 self._held = {request_id: until for request_id, until in self._held.items() if until > now}
                 held = self._held.keys() | starting
-        ahead = [request for request in self._ahead if request.id not in held] if size == 1 else []
-        if len(ahead) >= runs and time.time() - self._last_stale_check < STALE_CLAIM_SECONDS / 4:
+        now = time.time()
+        ahead = [
+            request for request in self._ahead
+            if request.id not in held and (request.not_before is None or request.not_before <= now)
+        ] if size == 1 else []  # fmt: skip
+        if len(ahead) >= runs and now - self._last_stale_check < STALE_CLAIM_SECONDS / 4:
             self._ahead = ahead[runs:]
             return [[request] for request in ahead[:runs]]
         # One-key runs read a few more than the free slots take: their starts claim them, so one
@@ -343,6 +350,18 @@ class TriggerEvaluator:
         claimed = self.claim_run([request])
         return None if claimed is None else claimed[0]
 
+    def claim_lost(self, request_ids: Sequence[int]) -> None:
+        """These one-key runs' starts found their requests changed: read again, and claim them first next time.
+
+        Called from consumer threads; the copies read ahead may be as stale.
+        """
+        self._contended.update(request_ids)
+        self._ahead = []
+
+    def claims_first(self, request: TriggerRequest) -> bool:
+        """Whether a pending one-key request is claimed before its run (it lost a claim at the start)."""
+        return request.id in self._contended
+
     def unclaimed_run(self, request: TriggerRequest) -> list[TriggerRequest]:
         """A pending request as a one-key run under a new run id, whose start claims it (`RequestClaim`).
 
@@ -360,14 +379,18 @@ class TriggerEvaluator:
         over or followed up with every request claimed under its run id.
         """
         lead = requests[0]
+        self._contended.difference_update(request.id for request in requests)
         if lead.status == "pending":
             run_id, now = uuid.uuid4().hex, time.time()
-            won = set(self.triggers.claim_pending(requests, run_id, now))
-            claimed = [
-                replace(request, status="claimed", run_id=run_id, claimed_at=now, tries=request.tries + 1)
+            won = self.triggers.claim_pending(requests, run_id, now)
+            claimed = [  # with the events each holds now: the run sees every event that joined it
+                replace(
+                    request, status="claimed", run_id=run_id, claimed_at=now, tries=request.tries + 1,
+                    event_ids=won[request.id],
+                )
                 for request in requests
                 if request.id in won
-            ]
+            ]  # fmt: skip
             return claimed or None
         fresh = lead.interrupted
         run_id = uuid.uuid4().hex if fresh else lead.run_id

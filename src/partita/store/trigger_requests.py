@@ -149,28 +149,30 @@ class TriggerRequests:
         params = (now, request.flow, request.run_id, request.claimed_at)
         return self._updated("claim a trigger request", statement, params)
 
-    def claim_pending(self, requests: Sequence[TriggerRequest], run_id: str, now: float) -> list[int]:
-        """Claim those of ``requests`` still pending under one run id, in one transaction; the ids won.
+    def claim_pending(self, requests: Sequence[TriggerRequest], run_id: str, now: float) -> dict[int, tuple[int, ...]]:
+        """Claim those of ``requests`` still pending under one run id, in one transaction; id -> event ids of each won.
 
         Another daemon may win some of them meanwhile: the run serves the
-        requests this returns, and none when it returns nothing.
+        requests this returns, and none when it returns nothing. Each comes
+        with the events it holds as claimed, which may be more than when it
+        was read.
         """
         if not requests:
-            return []
-        won: list[int] = []
+            return {}
+        won: dict[int, tuple[int, ...]] = {}
         with self._failures("claim trigger requests"), self._database.driver_write() as connection:
             for start in range(0, len(requests), _CLAIM_CHUNK):  # bound the statement's parameters
                 chunk = requests[start : start + _CLAIM_CHUNK]
                 statement = (
                     f"UPDATE {trigger_requests.name} SET status = 'claimed', claimed_at = ?, run_id = ?, "
-                    f"tries = tries + 1 WHERE id IN ({', '.join('?' * len(chunk))}) AND status = 'pending' RETURNING id"
+                    f"tries = tries + 1 WHERE id IN ({', '.join('?' * len(chunk))}) AND status = 'pending' "
+                    "RETURNING id, event_ids"
                 )
                 params = (now, run_id, *(request.id for request in chunk))
                 result = connection.exec_driver_sql(self._database.driver_sql(statement), params)
-                won.extend(int(row[0]) for row in result)
-            won.sort()
+                won.update((int(row[0]), tuple(json.loads(row[1]))) for row in result)
             if won:
-                first = next(request for request in requests if request.id == won[0])
+                first = next(request for request in requests if request.id == min(won))
                 self._launched(connection, first, run_id, first.tries + 1, None, now)
         return won
 

@@ -338,10 +338,22 @@ class TriggerStore(TriggerRequests):
                 )
 
     def _open_requests(self, connection: Any, ids: list[int]) -> dict[str, tuple[int, list[int]]]:
-        """Key -> (id, event ids) of the given pending requests (none: no read)."""
+        """Key -> (id, event ids) of those of the given requests still pending (none: no read).
+
+        Locked until the pass commits on PostgreSQL: a run's start that claims
+        one meanwhile waits, then finds events joined it and claims nothing
+        (`RequestClaim`); one claimed first is no longer pending here, and
+        its key's new events open the next generation. SQLite's write lock
+        serializes the two anyway.
+        """
         if not ids:
             return {}
-        query = f"SELECT id, partition_key, event_ids FROM {trigger_requests.name} WHERE id IN ({', '.join('?' * len(ids))})"
+        query = (
+            f"SELECT id, partition_key, event_ids FROM {trigger_requests.name} "
+            f"WHERE id IN ({', '.join('?' * len(ids))}) AND status = 'pending'"
+        )
+        if self._database.dialect == "postgresql":
+            query += " FOR UPDATE"
         return {
             row[1]: (int(row[0]), json.loads(row[2]))
             for row in connection.exec_driver_sql(self._database.driver_sql(query), tuple(ids))
