@@ -100,6 +100,7 @@ class TriggerEvaluator:
         self._held_lock = threading.Lock()
         #: One-key runs' pending requests read ahead of the free slots, oldest first (`due_runs`).
         self._ahead: list[TriggerRequest] = []
+        self._ahead_stale = False
         #: One-key requests whose claim at their run's start was lost (`claim_lost`): claimed before
         #: their run from now on, so that a request events keep joining still runs.
         self._contended: set[int] = set()
@@ -294,6 +295,8 @@ class TriggerEvaluator:
                 self._held = {request_id: until for request_id, until in self._held.items() if until > now}
                 held = self._held.keys() | starting
         now = time.time()
+        if self._ahead_stale:
+            self._ahead_stale, self._ahead = False, []
         ahead = [
             request for request in self._ahead
             if request.id not in held and (request.not_before is None or request.not_before <= now)
@@ -356,7 +359,7 @@ class TriggerEvaluator:
         Called from consumer threads; the copies read ahead may be as stale.
         """
         self._contended.update(request_ids)
-        self._ahead = []
+        self._ahead_stale = True  # the daemon's thread drops them (it may be replacing the list now)
 
     def claims_first(self, request: TriggerRequest) -> bool:
         """Whether a pending one-key request is claimed before its run (it lost a claim at the start)."""
