@@ -288,13 +288,11 @@ class TriggerEvaluator:
         claims again.
         """
         size = self.flow.trigger.max_keys_per_run  # type: ignore[union-attr]
-        held = starting
+        held, now = starting, time.time()
         if self._held:
             with self._held_lock:  # consumer threads add to it
-                now = time.time()
                 self._held = {request_id: until for request_id, until in self._held.items() if until > now}
                 held = self._held.keys() | starting
-        now = time.time()
         if self._ahead_stale:
             self._ahead_stale, self._ahead = False, []
         ahead = [

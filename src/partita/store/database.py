@@ -18,7 +18,7 @@ import functools
 import select
 import socket
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -255,8 +255,7 @@ class Database:
             assets = connection.info.pop(_EVENTS_WRITTEN, None)
         if self.checkpointer is not None:
             self.checkpointer.committed()
-        if assets:
-            self.events_committed(assets)
+        self.events_committed(assets or ())
 
     @contextlib.contextmanager
     def driver_write(self) -> Iterator[Any]:
@@ -274,18 +273,19 @@ class Database:
             return
         with self._writers.transaction() as transaction:
             yield transaction
-        assets = transaction.info.pop(_EVENTS_WRITTEN, None)
-        if assets:
-            self.events_committed(assets)
+        self.events_committed(transaction.info.pop(_EVENTS_WRITTEN, ()))
 
     def events_written(self, connection: Any, assets: Iterable[str]) -> None:
         """The write transaction of ``connection`` inserted events of ``assets``: announced once it commits."""
         if self._wakeup is not None:
             connection.info.setdefault(_EVENTS_WRITTEN, set()).update(assets)
 
-    def events_committed(self, assets: Iterable[str]) -> None:
-        """Events of ``assets`` committed: wake the daemons on this machine (SQLite; PostgreSQL notifies)."""
-        if self._wakeup is not None:
+    def events_committed(self, assets: Collection[str]) -> None:
+        """Events of ``assets`` committed: wake the daemons on this machine (SQLite; PostgreSQL notifies).
+
+        No assets, nothing to announce (`WakeupSender.send` without assets would wake every daemon).
+        """
+        if self._wakeup is not None and assets:
             self._wakeup.send(assets)
 
     def connect(self) -> Connection:

@@ -182,8 +182,7 @@ class EventWriter:
         """After a SQLite commit: a checkpoint soon, and the daemons following ``inserted`` assets woken."""
         if self._checkpointer is not None:
             self._checkpointer.committed()
-        if inserted:
-            self._database.events_committed(inserted)
+        self._database.events_committed(inserted)
 
     def _in_one_statement(self, items: list[tuple[tuple[Any, ...], str | None]]) -> list[Any] | None:
         """SQLite file: write ``items`` with one INSERT that is its own transaction; their outcomes.

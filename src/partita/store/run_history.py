@@ -200,20 +200,16 @@ class SqlRunHistory:
 
     def record_run_finished(self, end: RunEnd, progress: Sequence[ProgressBatch] = ()) -> None:
         """The last attempts and the outcome: one transaction, one fsync; retried when transient."""
-        finished = end.finished_at.timestamp()
-        values = (end.status, finished, finished, json.dumps(end.summary), end.run_id)
-
-        serves = end.serves_trigger_flow
+        finished, summary, serves = end.finished_at.timestamp(), json.dumps(end.summary), end.serves_trigger_flow
+        values = (end.status, finished, finished, summary, end.run_id)
 
         def write(number: int) -> None:
             # A retry writes idempotently, through the transaction: the first try may have committed.
             successes = None if number or not self._database.one_statement_verbs else end_successes(progress)
             if successes is not None:
                 text, rows = successes
-                self._database.driver_statement(RUN_END_SQL, (end.run_id, *values[:2], values[3], serves, text))
-                announced = announced_assets(rows)
-                if announced:  # none would wake every daemon on this machine
-                    self._database.events_committed(announced)
+                self._database.driver_statement(RUN_END_SQL, (end.run_id, end.status, finished, summary, serves, text))
+                self._database.events_committed(announced_assets(rows))
                 return
             with self._database.driver_write() as connection:
                 for batch in progress:
