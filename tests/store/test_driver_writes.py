@@ -114,6 +114,128 @@ def test_a_driver_error_drops_the_shared_connection_and_the_next_write_reconnect
     assert _heartbeats(sqlite_store) == 1
 
 
+class _RollbackFails:
+    """The shared connection, except that ROLLBACK fails once armed: a fault no real call can be timed to raise.
+
+    Everything else goes to the real SQLite connection; its cursors go
+    through `_RollbackFailsCursor`, so a writer that rolls back on a cursor
+    meets the same fault.
+    """
+
+    def __init__(self, real: sqlite3.Connection) -> None:
+        self.real = real
+        self.armed = False
+
+    def _check(self, statement: str) -> None:
+        if self.armed and statement == "ROLLBACK":
+            raise sqlite3.OperationalError("cannot rollback: disk I/O error (injected)")
+
+    def execute(self, statement: str, *parameters):
+        self._check(statement)
+        return self.real.execute(statement, *parameters)
+
+    def cursor(self) -> _RollbackFailsCursor:
+        return _RollbackFailsCursor(self, self.real.cursor())
+
+    def __getattr__(self, name: str):
+        return getattr(self.real, name)
+
+
+class _RollbackFailsCursor:
+    def __init__(self, connection: _RollbackFails, real: sqlite3.Cursor) -> None:
+        self.connection = connection
+        self.real = real
+
+    def execute(self, statement: str, *parameters):
+        self.connection._check(statement)  # noqa: SLF001 - the fault it injects
+        self.real.execute(statement, *parameters)
+        return self
+
+    def __getattr__(self, name: str):
+        return getattr(self.real, name)
+
+
+def _with_rollback_failing(store: SqlStore) -> _RollbackFails:
+    """The store's shared write connection replaced by one whose ROLLBACK fails; reconnecting gives a plain one."""
+    shared = store.database.shared_writer
+    plain = shared.connect
+    shared.drop()
+    failing = _RollbackFails(plain())
+    shared.connect = lambda: failing if shared.connect is not plain else plain()  # noqa: E731
+    shared.get()
+    shared.connect = plain  # the next connection, after a drop, is a plain one
+    return failing
+
+
+def _write_lock_is_free(path: Path) -> bool:
+    """Whether another connection takes SQLite's write lock at once."""
+    other = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        other.close()
+
+
+def test_a_transaction_that_cannot_roll_back_drops_the_connection_and_frees_the_write_lock(sqlite_store, tmp_path):
+    failing = _with_rollback_failing(sqlite_store)
+    failing.armed = True
+    with pytest.raises(RuntimeError, match="body failed"), sqlite_store.database.driver_write() as connection:
+        _insert_daemon(connection, "lost")
+        unread = connection.exec_driver_sql("SELECT daemon_id FROM partita_daemons")  # a statement still open
+        raise RuntimeError(f"the body failed after its first statement, with {unread} unread")
+
+    assert sqlite_store.database.shared_writer.get() is not failing  # dropped, and reconnected
+    assert _write_lock_is_free(tmp_path / "partita.db")  # closing it ended the transaction
+    assert _heartbeats(sqlite_store) == 0
+    with sqlite_store.database.driver_write() as connection:
+        _insert_daemon(connection, "kept")
+    assert _heartbeats(sqlite_store) == 1
+
+
+def _event_item(asset: str) -> tuple[tuple, None]:
+    from partita.events.identity import payload_hash
+    from partita.events.model import EventDraft, EventSource, SourceKind
+    from partita.store.rows import event_row
+
+    draft = EventDraft(asset, None, None, {}, EventSource(SourceKind.EXTERNAL), None, payload_hash(asset, None, None, {}), 1.0)
+    return event_row(draft), None
+
+
+class _Unencodable:
+    """A value the insert cannot take, raising an error that is not the driver's while it is bound."""
+
+    def __conform__(self, protocol):
+        raise RuntimeError("cannot encode this value")
+
+
+def _events(store: SqlStore) -> int:
+    with store.database.connect() as connection:
+        return int(connection.exec_driver_sql("SELECT COUNT(*) FROM partita_events").scalar_one())
+
+
+def test_an_emission_transaction_that_cannot_roll_back_drops_the_connection_and_frees_the_write_lock(
+    sqlite_store, tmp_path
+):
+    writer = sqlite_store.event_store._writer  # noqa: SLF001 - the writer is what is tested
+    failing = _with_rollback_failing(sqlite_store)
+    row, _ = _event_item("plain")
+    broken = (row[:3] + (_Unencodable(),) + row[4:], None)
+    failing.armed = True
+    # Two events without a dedupe key go through BEGIN, an INSERT each, COMMIT: the second cannot be bound.
+    with pytest.raises(RuntimeError, match="cannot encode"):
+        writer.commit([_event_item("plain"), broken])
+
+    assert sqlite_store.database.shared_writer.get() is not failing
+    assert _write_lock_is_free(tmp_path / "partita.db")
+    assert _events(sqlite_store) == 0  # the first insert went with the transaction
+    assert all(outcome[1] is None for outcome in writer.commit([_event_item("plain"), _event_item("plain")]))
+    assert _events(sqlite_store) == 2
+
+
 def _child_writes(url: str, queue) -> None:
     store = p.open_store(url)
     try:

@@ -23,12 +23,28 @@ import contextlib
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_READS, SQLITE_WRITE_GATE, forget_in_child
 
-__all__ = ["DriverTransaction", "SharedConnection", "SqliteWriters", "ThreadConnections"]
+__all__ = ["DriverTransaction", "SharedConnection", "SqliteWriters", "ThreadConnections", "roll_back_or_drop"]
+
+
+def roll_back_or_drop(connection: sqlite3.Connection, drop: Callable[[], None]) -> None:
+    """End the transaction left open on ``connection``: roll it back, or ``drop`` the connection if even that fails.
+
+    Closing a connection ends its transaction once no statement of it is
+    left: ``drop`` closes the cursors it knows of first. Left open, the
+    transaction would keep SQLite's write lock from every other connection,
+    and the next statement on the connection would silently join it.
+    """
+    if connection.in_transaction:
+        try:
+            connection.execute("ROLLBACK")
+        except sqlite3.Error:
+            drop()
 
 
 class ThreadConnections:
@@ -113,16 +129,32 @@ class DriverTransaction:
     ``fetchall`` or read ``rowcount``; a list of tuples runs ``executemany``.
     """
 
-    __slots__ = ("_connection", "info")
+    __slots__ = ("_connection", "_cursors", "info")
 
     def __init__(self, connection: sqlite3.Connection) -> None:
         self._connection = connection
+        self._cursors: list[weakref.ref[sqlite3.Cursor]] = []  # weak: a read left unfinished is not kept open
         self.info: dict[str, Any] = {}
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> sqlite3.Cursor:
         if isinstance(parameters, list):
-            return self._connection.executemany(statement, parameters)
-        return self._connection.execute(statement, parameters)
+            cursor = self._connection.executemany(statement, parameters)
+        else:
+            cursor = self._connection.execute(statement, parameters)
+        self._cursors.append(weakref.ref(cursor))
+        return cursor
+
+    def close_cursors(self) -> None:
+        """Close every cursor it returned: a connection closed while one holds a statement keeps its transaction.
+
+        (SQLite closes such a connection only once its last statement is
+        finalized, and a traceback can keep a cursor alive a long time.)
+        """
+        for ref in self._cursors:
+            cursor = ref()
+            if cursor is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    cursor.close()
 
 
 class SqliteWriters:
@@ -146,13 +178,14 @@ class SqliteWriters:
                 yield transaction
                 connection.execute("COMMIT")
             except BaseException:
-                if connection.in_transaction:
-                    try:
-                        connection.execute("ROLLBACK")
-                    except sqlite3.Error:
-                        self._shared.drop()  # closing it ends the transaction: the next use reconnects
+                roll_back_or_drop(connection, lambda: self._drop(transaction))
                 raise
         self._committed()
+
+    def _drop(self, transaction: DriverTransaction) -> None:
+        """Close the shared connection whose transaction could not be rolled back; its next use reconnects."""
+        transaction.close_cursors()
+        self._shared.drop()
 
     def statement(self, statement: str, parameters: Any = ()) -> None:
         """One statement that commits on its own (autocommit) under the write gate: one call into SQLite.

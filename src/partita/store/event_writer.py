@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from partita.store.database import Database
-from partita.store.driver_writes import ThreadConnections
+from partita.store.driver_writes import ThreadConnections, roll_back_or_drop
 from partita.store.fork_gate import SQLITE_WRITE_GATE
 from partita.store.schema import events
 
@@ -52,6 +52,12 @@ def _insert_rows_sql(count: int) -> str:
         f"INSERT INTO {events.name} ({', '.join(columns)}) VALUES {', '.join([row] * count)} "
         "ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING"
     )
+
+
+def _close(cursor: Any) -> None:
+    if cursor is not None:
+        with contextlib.suppress(Exception):
+            cursor.close()
 
 
 class EventWriter:
@@ -102,10 +108,18 @@ class EventWriter:
         return cursor
 
     def drop(self) -> None:
-        """Close the connection after a driver error: the next event reconnects."""
+        """Close the connection after a driver error or a failed rollback: the next event reconnects.
+
+        Its kept cursor is closed first: SQLite closes a connection, and ends
+        its transaction, only once no statement of it is left.
+        """
         if self._sqlite and self._shared is not None:
+            _, cursor = self._shared_cursor
+            self._shared_cursor = (None, None)
+            _close(cursor)
             self._shared.drop()
             return
+        _close(getattr(self._local, "cursor", None))
         self._local.connection = self._local.cursor = None
         self._connections.drop()
 
@@ -159,8 +173,7 @@ class EventWriter:
                         self._insert_sqlite(cursor, items, pending, outcomes, inserted, running)
                         cursor.execute("COMMIT")
                     except BaseException:
-                        with contextlib.suppress(sqlite3.Error):
-                            cursor.execute("ROLLBACK")
+                        roll_back_or_drop(cursor.connection, self.drop)
                         raise
             else:
                 connection = self._connection()
@@ -225,24 +238,22 @@ class EventWriter:
         self._committed(inserted)
         return outcomes
 
-    @staticmethod
-    def _abandon(cursor: Any, *, returning: bool) -> None:
+    def _abandon(self, cursor: Any, *, returning: bool) -> None:
         """After a statement was interrupted or failed: nothing of it stays written, and no transaction stays open.
 
         A RETURNING statement makes its changes at its first step and
         commits them only when it ends: one still running is stopped and
         drained, which rolls it back (letting it end, or closing its cursor,
         would commit it). A failed statement has ended already, so stopping
-        it changes nothing.
+        it changes nothing. A connection that cannot even roll back is
+        dropped: closing it ends the transaction.
         """
         connection = cursor.connection
         if returning:
             with contextlib.suppress(sqlite3.Error):
                 connection.interrupt()
                 cursor.fetchall()
-        if connection.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                cursor.execute("ROLLBACK")
+        roll_back_or_drop(connection, self.drop)
 
     def _new_or_stored(
         self, cursor: Any, items: list[tuple[tuple[Any, ...], str | None]], new_ids: dict[str | None, int]
