@@ -24,8 +24,9 @@ from partita.execution.readiness import Readiness, attempt_result
 from partita.execution.retries import FailNow, OpenCircuitNow, RetryLater, decide_after_failure
 from partita.execution.reuse import OutputReuse
 from partita.execution.workers import NO_LOCK
+from partita.results.attempts import succeeded_attempt, succeeded_invocation
 from partita.results.deferred import DeferredOutput, resolved
-from partita.results.model import AttemptResult, AttemptStatus, FailureInfo, Invocation, Resolution, SkipReason
+from partita.results.model import AttemptStatus, FailureInfo, Invocation, Resolution, SkipReason
 
 __all__ = ["CircuitOpened", "Failed", "RetryScheduled", "Settlement", "Skipped", "Transition", "after_failure"]
 
@@ -165,7 +166,7 @@ class Settlement:
         token = (task, key_index)
         history = self._retry_history
         number = 1 if not history else 1 + len(history.get(token, ()))
-        invocations = self._invocations(token, Invocation(number, started, finished, True))
+        invocations = self._invocations(token, succeeded_invocation(number, started, finished))
         if (
             task.discovers or (self._reuse is not None and task.definition.materialization is not None)
         ) and isinstance(output, DeferredOutput):
@@ -210,18 +211,10 @@ class Settlement:
         materialization_id: str | None,
     ) -> None:
         task.outputs[key_index] = output
-        # Built inline, positionally: the hot path of every successful attempt.
-        result = AttemptResult(
-            task.name,
-            task.keys[key_index],
-            task.partitioned,
-            AttemptStatus.SUCCESS,
-            output=output,
-            invocations=invocations,
-            resolution=resolution,
-            materialization_id=materialization_id,
-            index=key_index,
-        )
+        result = succeeded_attempt(  # the hot path of every successful attempt
+            task.name, task.keys[key_index], task.partitioned, output, invocations, resolution, materialization_id,
+            key_index,
+        )  # fmt: skip
         self._settle(task, key_index, result, None)
         if self.has_callbacks:
             self._call_back("on_success", task, key_index, None, len(invocations))

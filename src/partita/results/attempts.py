@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import traceback
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = [
@@ -21,6 +21,8 @@ __all__ = [
     "RunStatus",
     "SkipReason",
     "attempt_never_started",
+    "succeeded_attempt",
+    "succeeded_invocation",
     "task_never_started",
 ]
 
@@ -178,3 +180,76 @@ class AttemptResult:
     @property
     def duration(self) -> float:
         return sum(invocation.duration for invocation in self.invocations)
+
+
+# -- the engine's hot path ------------------------------------------------------------
+# A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``:
+# 1.3 µs for an `AttemptResult` and 0.6 µs for an `Invocation`, a sixth of a no-op
+# attempt's whole cost. The builders below set the same slots through their
+# descriptors, about twice as fast, and give the same frozen objects.
+
+_new = object.__new__
+
+
+def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """Each named slot's setter, after checking that ``names`` are ``cls``'s fields, all of them, in order."""
+    declared = tuple(f.name for f in fields(cls))
+    if declared != names:
+        raise TypeError(f"{cls.__name__}'s fast builder sets {names}, but its fields are {declared}")
+    return tuple(getattr(cls, name).__set__ for name in names)
+
+
+(_i_number, _i_started, _i_finished, _i_succeeded, _i_failure) = _slot_setters(
+    Invocation, ("number", "started_at", "finished_at", "succeeded", "failure")
+)
+
+
+def succeeded_invocation(number: int, started_at: float, finished_at: float) -> Invocation:
+    """``Invocation(number, started_at, finished_at, True)``, built faster."""
+    invocation = _new(Invocation)
+    _i_number(invocation, number)
+    _i_started(invocation, started_at)
+    _i_finished(invocation, finished_at)
+    _i_succeeded(invocation, True)
+    _i_failure(invocation, None)
+    return invocation
+
+
+(
+    _a_asset, _a_key, _a_present, _a_status, _a_reason, _a_blocked, _a_output, _a_exception, _a_failure,
+    _a_invocations, _a_resolution, _a_materialization, _a_index,
+) = _slot_setters(
+    AttemptResult,
+    (
+        "asset_name", "partition_key", "partition_key_present", "status", "reason", "blocked_by", "output",
+        "exception", "failure", "invocations", "resolution", "materialization_id", "index",
+    ),
+)  # fmt: skip
+
+
+def succeeded_attempt(
+    asset_name: str,
+    partition_key: Any,
+    partition_key_present: bool,
+    output: Any,
+    invocations: tuple[Invocation, ...],
+    resolution: Resolution,
+    materialization_id: str | None,
+    index: int,
+) -> AttemptResult:
+    """A successful `AttemptResult` with these values (the others at their defaults), built faster."""
+    attempt = _new(AttemptResult)
+    _a_asset(attempt, asset_name)
+    _a_key(attempt, partition_key)
+    _a_present(attempt, partition_key_present)
+    _a_status(attempt, AttemptStatus.SUCCESS)
+    _a_reason(attempt, None)
+    _a_blocked(attempt, ())
+    _a_output(attempt, output)
+    _a_exception(attempt, None)
+    _a_failure(attempt, None)
+    _a_invocations(attempt, invocations)
+    _a_resolution(attempt, resolution)
+    _a_materialization(attempt, materialization_id)
+    _a_index(attempt, index)
+    return attempt
