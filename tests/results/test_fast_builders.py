@@ -1,8 +1,16 @@
-"""The engine's fast builders give the very objects the frozen dataclasses' constructors give."""
+"""The engine's fast builders give the very objects the frozen dataclasses' constructors give.
+
+A plain success is also kept as one object the garbage collector tracks until
+its ``invocations`` are read; read, copied, pickled or replaced, it is the
+`AttemptResult` the constructor gives.
+"""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import gc
+import pickle
 
 import pytest
 
@@ -12,6 +20,7 @@ from partita.results.attempts import (
     AttemptStatus,
     Invocation,
     Resolution,
+    plain_success_times,
     succeeded_attempt,
     succeeded_invocation,
 )
@@ -31,27 +40,79 @@ def test_a_succeeded_invocation_equals_the_constructors_and_stays_frozen():
         fast.number = 3  # type: ignore[misc]
 
 
-def test_a_succeeded_attempt_has_every_field_of_the_constructors_and_stays_frozen():
-    invocations = (succeeded_invocation(1, 1.0, 2.0),)
-    output = object()
-    fast = succeeded_attempt("load", "2026-08-08", True, output, invocations, Resolution.EXECUTED, "m1", 4)
-    built = AttemptResult(
+def _fast() -> AttemptResult:
+    return succeeded_attempt("load", "2026-08-08", True, OUTPUT, 1.0, 2.5, Resolution.EXECUTED, "m1", 4)
+
+
+OUTPUT = {"rows": 3}
+
+
+def _built() -> AttemptResult:
+    return AttemptResult(
         "load",
         "2026-08-08",
         True,
         AttemptStatus.SUCCESS,
-        output=output,
-        invocations=invocations,
+        output=OUTPUT,
+        invocations=(Invocation(1, 1.0, 2.5, True),),
         resolution=Resolution.EXECUTED,
         materialization_id="m1",
         index=4,
     )
 
-    assert type(fast) is AttemptResult
-    assert _values(fast) == _values(built)  # the defaults too: reason, blocked_by, exception, failure
-    assert fast.started_at == 1.0 and fast.duration == 1.0
+
+def test_a_succeeded_attempt_has_every_field_of_the_constructors_and_stays_frozen():
+    fast = _fast()
+
+    assert isinstance(fast, AttemptResult)
+    assert (fast.started_at, fast.finished_at, fast.duration) == (1.0, 2.5, 1.5)
+    assert _values(fast) == _values(_built())  # the defaults too: reason, blocked_by, exception, failure
+    assert repr(fast) == repr(_built())
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.status = AttemptStatus.FAILED  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="no_such_field"):
+        fast.no_such_field  # noqa: B018 - the read is what is tested
+
+
+def _holds_invocations(attempt: AttemptResult) -> bool:
+    """Whether the attempt refers to an `Invocation` or a non-empty tuple (objects the collector would track)."""
+    return any(isinstance(r, Invocation) or (isinstance(r, tuple) and r) for r in gc.get_referents(attempt))
+
+
+def test_a_succeeded_attempt_is_one_tracked_object_until_its_invocations_are_read():
+    fast = _fast()
+
+    assert not _holds_invocations(fast)  # its times are two floats
+    assert plain_success_times(fast) == (1.0, 2.5)
+    assert (fast.started_at, fast.duration) == (1.0, 1.5)
+    assert not _holds_invocations(fast)  # reading its times made none
+    first = fast.invocations
+    assert first == (Invocation(1, 1.0, 2.5, True),)
+    assert fast.invocations is first and _holds_invocations(fast)  # made once, then kept
+
+
+@pytest.mark.parametrize(
+    "copied",
+    [copy.copy, copy.deepcopy, lambda a: pickle.loads(pickle.dumps(a)), lambda a: dataclasses.replace(a, index=4)],
+    ids=["copy", "deepcopy", "pickle", "replace"],
+)
+def test_a_copied_succeeded_attempt_is_the_plain_attempt_result_it_stands_for(copied):
+    again = copied(_fast())
+
+    assert type(again) is AttemptResult
+    assert {k: v for k, v in _values(again).items() if k != "output"} == {
+        k: v for k, v in _values(_built()).items() if k != "output"
+    }
+    assert again.output == OUTPUT
+
+
+def test_plain_success_times_of_other_attempts():
+    assert plain_success_times(_built()) == (1.0, 2.5)
+    retried = dataclasses.replace(_built(), invocations=(Invocation(1, 0.0, 0.5, False), Invocation(2, 1.0, 2.5, True)))
+    assert plain_success_times(retried) is None
+    assert plain_success_times(dataclasses.replace(_built(), status=AttemptStatus.FAILED)) is None
+    reused = dataclasses.replace(_built(), invocations=(), resolution=Resolution.MATERIALIZED)
+    assert plain_success_times(reused) is None
 
 
 def test_a_builder_whose_fields_no_longer_match_its_class_is_refused_at_import():

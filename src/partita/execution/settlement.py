@@ -26,7 +26,7 @@ from partita.execution.reuse import OutputReuse
 from partita.execution.workers import NO_LOCK
 from partita.results.attempts import succeeded_attempt, succeeded_invocation
 from partita.results.deferred import DeferredOutput, resolved
-from partita.results.model import AttemptStatus, FailureInfo, Invocation, Resolution, SkipReason
+from partita.results.model import AttemptResult, AttemptStatus, FailureInfo, Invocation, Resolution, SkipReason
 
 __all__ = ["CircuitOpened", "Failed", "RetryScheduled", "Settlement", "Skipped", "Transition", "after_failure"]
 
@@ -165,6 +165,15 @@ class Settlement:
     def succeeded(self, task: TaskState, key_index: int, output: Any, started: float, finished: float) -> None:
         token = (task, key_index)
         history = self._retry_history
+        if not history or token not in history:
+            if not task.discovers and (self._reuse is None or task.definition.materialization is None):
+                # The hot path of every attempt: one invocation, nothing for the driver to do with the output.
+                result = succeeded_attempt(
+                    task.name, task.keys[key_index], task.partitioned, output, started, finished,
+                    Resolution.EXECUTED, None, key_index,
+                )  # fmt: skip
+                self._settle_succeeded(task, key_index, result, 1)
+                return
         number = 1 if not history else 1 + len(history.get(token, ()))
         invocations = self._invocations(token, succeeded_invocation(number, started, finished))
         if (
@@ -210,14 +219,24 @@ class Settlement:
         resolution: Resolution,
         materialization_id: str | None,
     ) -> None:
-        task.outputs[key_index] = output
-        result = succeeded_attempt(  # the hot path of every successful attempt
-            task.name, task.keys[key_index], task.partitioned, output, invocations, resolution, materialization_id,
-            key_index,
-        )  # fmt: skip
+        result = AttemptResult(
+            task.name,
+            task.keys[key_index],
+            task.partitioned,
+            AttemptStatus.SUCCESS,
+            output=output,
+            invocations=invocations,
+            resolution=resolution,
+            materialization_id=materialization_id,
+            index=key_index,
+        )
+        self._settle_succeeded(task, key_index, result, len(invocations))
+
+    def _settle_succeeded(self, task: TaskState, key_index: int, result: AttemptResult, invocations: int) -> None:
+        task.outputs[key_index] = result.output
         self._settle(task, key_index, result, None)
         if self.has_callbacks:
-            self._call_back("on_success", task, key_index, None, len(invocations))
+            self._call_back("on_success", task, key_index, None, invocations)
 
     def fail_attempt(
         self,

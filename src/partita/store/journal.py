@@ -36,9 +36,10 @@ from partita.execution.cancellation import RunCancellation
 from partita.execution.events import AttemptFinished, AttemptRetrying, ExecutionEvent
 from partita.execution.journal import RunningAttempt
 from partita.planning.plan import FlowPlan
+from partita.results.attempts import plain_success_times
 from partita.results.model import AttemptStatus, RunResult
 from partita.results.record import AttemptRecord, InvocationRecord, attempt_record_of, run_header_of
-from partita.store.journal_rows import is_plain_success, key_text_of, outlet_row, success_row
+from partita.store.journal_rows import key_text_of, outlet_row, success_row
 from partita.store.liveness import current_owner_token
 from partita.store.protocol import ProgressBatch, RequestClaim, RunEnd, RunStart, Store
 
@@ -293,11 +294,11 @@ class StoreJournal:
                 if self._retries:
                     self._retries.pop(key, None)
                 outlet = attempt.status is AttemptStatus.SUCCESS and attempt.asset_name not in self._producers
-                plain = is_plain_success(attempt)
-                text = key_text_of(attempt, self._formats.get(attempt.asset_name)) if outlet or plain else None
+                times = plain_success_times(attempt)  # read without making its invocations
+                text = key_text_of(attempt, self._formats.get(attempt.asset_name)) if outlet or times else None
                 # The outlet event joins the transaction that records the success (a plain one carries it).
-                if plain:
-                    rows.attempts.append(success_row(attempt, text, self._record_keys, outlet))
+                if times is not None:
+                    rows.attempts.append(success_row(attempt, times, text, self._record_keys, outlet))
                 else:
                     rows.records.append(attempt_record_of(attempt, self._key_text_of(attempt.asset_name)))
                     if outlet:

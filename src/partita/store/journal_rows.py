@@ -1,6 +1,6 @@
 """The rows a run's journal writes, built straight from the engine's attempts.
 
-A plain success (one invocation, no failure) is most of what a run records,
+A plain success (one invocation, no failure: `plain_success_times`) is most of what a run records,
 and building an `AttemptRecord` and an `EventDraft` for each one cost more
 than the database takes to store them. Here such an attempt becomes one
 plain tuple (`success_row`) that carries both its attempts row and its
@@ -23,25 +23,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from partita.events.model import SourceKind
-from partita.results.model import AttemptResult, AttemptStatus
+from partita.results.model import AttemptResult
 from partita.results.record import RESOLUTION_TEXT
 from partita.store.bulk_writes import RowShape
 from partita.store.schema import attempts, events
 
 __all__ = [
     "OUTLET_COLUMNS", "SQLITE_SUCCESS_ATTEMPTS", "SQLITE_SUCCESS_OUTLETS", "SUCCESS_COLUMNS", "announced_assets",
-    "is_plain_success", "key_text_of", "outlet_row", "outlet_shape", "sqlite_success_attempts",
+    "key_text_of", "outlet_row", "outlet_shape", "sqlite_success_attempts",
     "sqlite_success_outlets", "success_attempt_rows", "success_outlet_rows", "success_row", "success_shape",
 ]  # fmt: skip
 
-_SUCCESS = AttemptStatus.SUCCESS
 _OUTLET = SourceKind.OUTLET.value
 _TIGHT = (",", ":")
-
-
-def is_plain_success(attempt: AttemptResult) -> bool:
-    """One successful invocation and nothing else to record about it."""
-    return attempt.status is _SUCCESS and len(attempt.invocations) == 1 and attempt.invocations[0].failure is None
 
 
 #: What a plain success's attempts row carries; the run id and the constant columns are bound once per batch.
@@ -56,19 +50,22 @@ def success_shape(run_id: str) -> RowShape:
     return RowShape(SUCCESS_COLUMNS, (("run_id", run_id), ("status", "success"), ("invocations", 1)))
 
 
-def success_row(attempt: AttemptResult, key_text: str | None, record_key: bool, announced: bool) -> tuple[Any, ...]:
+def success_row(
+    attempt: AttemptResult, times: tuple[float, float], key_text: str | None, record_key: bool, announced: bool
+) -> tuple[Any, ...]:
     """A plain success as one tuple: its attempts row and its outlet event (when ``announced``).
+
+    ``times`` are its one invocation's start and end (`plain_success_times`).
 
     In order: asset, index, key present, the key text its attempts row
     records (``key_text`` when ``record_key``), start, end, resolution,
     materialization id, the key text of its outlet event, whether it has one.
     The duration and the outlet's other columns follow from these.
     """
-    only = attempt.invocations[0]
+    started, finished = times
     return (
         attempt.asset_name, attempt.index, attempt.partition_key_present, key_text if record_key else None,
-        only.started_at, only.finished_at, RESOLUTION_TEXT[attempt.resolution], attempt.materialization_id,
-        key_text, announced,
+        started, finished, RESOLUTION_TEXT[attempt.resolution], attempt.materialization_id, key_text, announced,
     )  # fmt: skip
 
 
