@@ -14,16 +14,9 @@ import pickle
 
 import pytest
 
-from partita.results import attempts
-from partita.results.attempts import (
-    AttemptResult,
-    AttemptStatus,
-    Invocation,
-    Resolution,
-    plain_success_times,
-    succeeded_attempt,
-    succeeded_invocation,
-)
+from partita.results import plain_success
+from partita.results.attempts import AttemptResult, AttemptStatus, Invocation, Resolution
+from partita.results.plain_success import plain_success_times, succeeded_attempt, succeeded_invocation
 
 
 def _values(instance: object) -> dict[str, object]:
@@ -41,7 +34,7 @@ def test_a_succeeded_invocation_equals_the_constructors_and_stays_frozen():
 
 
 def _fast() -> AttemptResult:
-    return succeeded_attempt("load", "2026-08-08", True, OUTPUT, 1.0, 2.5, Resolution.EXECUTED, "m1", 4)
+    return succeeded_attempt("load", "2026-08-08", True, OUTPUT, 1.0, 2.5, 4)
 
 
 OUTPUT = {"rows": 3}
@@ -56,7 +49,6 @@ def _built() -> AttemptResult:
         output=OUTPUT,
         invocations=(Invocation(1, 1.0, 2.5, True),),
         resolution=Resolution.EXECUTED,
-        materialization_id="m1",
         index=4,
     )
 
@@ -75,7 +67,7 @@ def test_a_succeeded_attempt_has_every_field_of_the_constructors_and_stays_froze
 
 
 def _holds_invocations(attempt: AttemptResult) -> bool:
-    """Whether the attempt refers to an `Invocation` or a non-empty tuple (objects the collector would track)."""
+    """Whether it refers to an `Invocation` or a non-empty tuple (objects the collector would track)."""
     return any(isinstance(r, Invocation) or (isinstance(r, tuple) and r) for r in gc.get_referents(attempt))
 
 
@@ -115,6 +107,44 @@ def test_plain_success_times_of_other_attempts():
     assert plain_success_times(reused) is None
 
 
-def test_a_builder_whose_fields_no_longer_match_its_class_is_refused_at_import():
-    with pytest.raises(TypeError, match="Invocation's fast builder sets .* but its fields are"):
-        attempts._slot_setters(Invocation, ("number", "started_at", "finished_at", "failure", "succeeded"))  # noqa: SLF001
+def test_a_builder_that_would_leave_a_field_unset_or_set_an_unknown_one_is_refused_at_import():
+    with pytest.raises(TypeError, match=r"Invocation's fast builder leaves its fields \['failure'\] unset"):
+        plain_success._check_covers(Invocation, ("number", "started_at", "finished_at", "succeeded"), ())  # noqa: SLF001
+    with pytest.raises(TypeError, match=r"Invocation has no fields \['attempts'\]"):
+        plain_success._slot_setters(Invocation, ("number", "attempts"))  # noqa: SLF001
+
+
+@pytest.mark.parametrize("stored", [False, True], ids=["no-store", "sqlite"])
+def test_a_runs_plain_successes_keep_their_invocations_unmade_through_the_run_and_its_record(tmp_path, stored):
+    import partita as p
+
+    registry = p.AssetRegistry()
+    keys = p.StaticPartitionDef("tenants", [f"t{index}" for index in range(20)])
+
+    @p.asset(partition_def=keys, registry=registry)
+    def load() -> int:
+        return 1
+
+    @p.asset(partition_def=keys, registry=registry)
+    def publish(load: int) -> int:
+        return load + 1
+
+    store = p.open_store(f"sqlite:///{tmp_path / 'partita.db'}") if stored else None
+    try:
+        result = p.Flow(["publish"], registry=registry, store=store).run({"partition_keys": keys.keys})
+        attempts = [attempt for task in result.tasks.values() for attempt in task.attempts]
+
+        assert result.succeeded and len(attempts) == 40
+        assert not any(_holds_invocations(attempt) for attempt in attempts)  # neither the run nor its journal made them
+        if store is not None:
+            recorded = {task.asset: task for task in store.get_tasks(result.run_id)}
+            live = {attempt.index: attempt for attempt in result.tasks["load"].attempts}
+            for attempt in recorded["load"].attempts:
+                assert (attempt.started_at, attempt.finished_at) == (
+                    live[attempt.index].started_at,
+                    live[attempt.index].finished_at,
+                )
+        assert all(attempt.invocations[0].succeeded for attempt in attempts)  # and made on demand
+    finally:
+        if store is not None:
+            store.close()

@@ -24,9 +24,9 @@ from partita.execution.readiness import Readiness, attempt_result
 from partita.execution.retries import FailNow, OpenCircuitNow, RetryLater, decide_after_failure
 from partita.execution.reuse import OutputReuse
 from partita.execution.workers import NO_LOCK
-from partita.results.attempts import succeeded_attempt, succeeded_invocation
 from partita.results.deferred import DeferredOutput, resolved
 from partita.results.model import AttemptResult, AttemptStatus, FailureInfo, Invocation, Resolution, SkipReason
+from partita.results.plain_success import succeeded_attempt, succeeded_invocation
 
 __all__ = ["CircuitOpened", "Failed", "RetryScheduled", "Settlement", "Skipped", "Transition", "after_failure"]
 
@@ -169,9 +169,8 @@ class Settlement:
             if not task.discovers and (self._reuse is None or task.definition.materialization is None):
                 # The hot path of every attempt: one invocation, nothing for the driver to do with the output.
                 result = succeeded_attempt(
-                    task.name, task.keys[key_index], task.partitioned, output, started, finished,
-                    Resolution.EXECUTED, None, key_index,
-                )  # fmt: skip
+                    task.name, task.keys[key_index], task.partitioned, output, started, finished, key_index
+                )
                 self._settle_succeeded(task, key_index, result, 1)
                 return
         number = 1 if not history else 1 + len(history.get(token, ()))

@@ -36,8 +36,8 @@ from partita.execution.cancellation import RunCancellation
 from partita.execution.events import AttemptFinished, AttemptRetrying, ExecutionEvent
 from partita.execution.journal import RunningAttempt
 from partita.planning.plan import FlowPlan
-from partita.results.attempts import plain_success_times
 from partita.results.model import AttemptStatus, RunResult
+from partita.results.plain_success import plain_success_times
 from partita.results.record import AttemptRecord, InvocationRecord, attempt_record_of, run_header_of
 from partita.store.journal_rows import key_text_of, outlet_row, success_row
 from partita.store.liveness import current_owner_token
