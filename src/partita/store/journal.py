@@ -167,7 +167,7 @@ class StoreJournal:
         self._launch = launch if launch is not None else RunLaunch()
         # Appended on the scheduler thread, drained by the flusher: deque
         # operations are atomic, so no event is lost between the two.
-        self._buffer: collections.deque[Any] = collections.deque()
+        self._buffer: collections.deque[Any] = collections.deque()  # finished attempts' results and retries
         # Held while writing: a flush in progress finishes before end() writes.
         self._writing = threading.Lock()
         self._stopping = False
@@ -226,7 +226,12 @@ class StoreJournal:
         _flusher.add(self)
 
     def on_event(self, event: ExecutionEvent) -> None:
-        if type(event) in (AttemptFinished, AttemptRetrying):
+        kind = type(event)
+        if kind is AttemptFinished:
+            # The result, which the run keeps anyway, not the event: buffered until the next flush, events
+            # outlived the collector's young generations and made its full collections come sooner.
+            self._buffer.append(event.attempt)  # type: ignore[union-attr]
+        elif kind is AttemptRetrying:
             self._buffer.append(event)
 
     def _tick(self) -> None:
@@ -284,8 +289,8 @@ class StoreJournal:
         fresh, updates = _Rows(), _Rows()
         written, now = self._written, time.time()
         for event in batch:
-            if type(event) is AttemptFinished:
-                attempt = event.attempt
+            if type(event) is not AttemptRetrying:  # a finished attempt's result
+                attempt = event
                 key = (attempt.asset_name, attempt.index)
                 if key in listed:
                     finished.add(key)
