@@ -14,6 +14,10 @@ descriptors. Its one invocation is two float slots, and its ``invocations``
 are made only when first read. It is one tracked object, and it behaves as
 the `AttemptResult` the constructor gives: same fields, repr and frozenness;
 copying, pickling and ``dataclasses.replace`` give that plain `AttemptResult`.
+Two differences no caller should meet: ``object.__setattr__`` of a shared
+field is refused (a frozen result's fields are not for setting anyway), and
+two threads reading ``invocations`` for the first time at once may each get
+their own, equal, tuple.
 """
 
 from __future__ import annotations

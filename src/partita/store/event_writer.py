@@ -114,10 +114,11 @@ class EventWriter:
         its transaction, only once no statement of it is left.
         """
         if self._sqlite and self._shared is not None:
-            _, cursor = self._shared_cursor
-            self._shared_cursor = (None, None)
-            _close(cursor)
-            self._shared.drop()
+            with SQLITE_WRITE_GATE:  # the kept cursor is the shared connection's: used only under the gate
+                _, cursor = self._shared_cursor
+                self._shared_cursor = (None, None)
+                _close(cursor)
+                self._shared.drop()
             return
         _close(getattr(self._local, "cursor", None))
         self._local.connection = self._local.cursor = None
