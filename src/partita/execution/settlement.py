@@ -165,19 +165,15 @@ class Settlement:
     def succeeded(self, task: TaskState, key_index: int, output: Any, started: float, finished: float) -> None:
         token = (task, key_index)
         history = self._retry_history
-        if not history or token not in history:
-            if not task.discovers and (self._reuse is None or task.definition.materialization is None):
-                # The hot path of every attempt: one invocation, nothing for the driver to do with the output.
-                result = succeeded_attempt(
-                    task.name, task.keys[key_index], task.partitioned, output, started, finished, key_index
-                )
-                self._settle_succeeded(task, key_index, result, 1)
-                return
+        driver_uses_output = task.discovers or (self._reuse is not None and task.definition.materialization is not None)
+        if not driver_uses_output and (not history or token not in history):
+            # The hot path of every attempt: one invocation, nothing for the driver to do with the output.
+            result = succeeded_attempt(task.name, task.keys[key_index], task.partitioned, output, started, finished, key_index)
+            self._settle_succeeded(task, key_index, result, 1)
+            return
         number = 1 if not history else 1 + len(history.get(token, ()))
         invocations = self._invocations(token, succeeded_invocation(number, started, finished))
-        if (
-            task.discovers or (self._reuse is not None and task.definition.materialization is not None)
-        ) and isinstance(output, DeferredOutput):
+        if driver_uses_output and isinstance(output, DeferredOutput):
             # The driver itself needs this value (declared keys, a commit): fetched once, here.
             try:
                 output = resolved(output)

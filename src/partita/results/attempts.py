@@ -178,4 +178,3 @@ class AttemptResult:
     @property
     def duration(self) -> float:
         return sum(invocation.duration for invocation in self.invocations)
-

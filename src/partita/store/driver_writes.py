@@ -29,7 +29,16 @@ from typing import Any
 
 from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_READS, SQLITE_WRITE_GATE, forget_in_child
 
-__all__ = ["DriverTransaction", "SharedConnection", "SqliteWriters", "ThreadConnections", "roll_back_or_drop"]
+__all__ = [
+    "DriverTransaction", "SharedConnection", "SqliteWriters", "ThreadConnections", "close_quietly", "roll_back_or_drop",
+]  # fmt: skip
+
+
+def close_quietly(cursor: Any) -> None:
+    """Close ``cursor`` (None: nothing) whatever its connection's state: it is being given up."""
+    if cursor is not None:
+        with contextlib.suppress(Exception):
+            cursor.close()
 
 
 def roll_back_or_drop(connection: sqlite3.Connection, drop: Callable[[], None]) -> None:
@@ -151,10 +160,7 @@ class DriverTransaction:
         finalized, and a traceback can keep a cursor alive a long time.)
         """
         for ref in self._cursors:
-            cursor = ref()
-            if cursor is not None:
-                with contextlib.suppress(sqlite3.Error):
-                    cursor.close()
+            close_quietly(ref())
 
 
 class SqliteWriters:

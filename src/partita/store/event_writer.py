@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from partita.store.database import Database
-from partita.store.driver_writes import ThreadConnections, roll_back_or_drop
+from partita.store.driver_writes import ThreadConnections, close_quietly, roll_back_or_drop
 from partita.store.fork_gate import SQLITE_WRITE_GATE
 from partita.store.schema import events
 
@@ -52,12 +52,6 @@ def _insert_rows_sql(count: int) -> str:
         f"INSERT INTO {events.name} ({', '.join(columns)}) VALUES {', '.join([row] * count)} "
         "ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING"
     )
-
-
-def _close(cursor: Any) -> None:
-    if cursor is not None:
-        with contextlib.suppress(Exception):
-            cursor.close()
 
 
 class EventWriter:
@@ -117,10 +111,10 @@ class EventWriter:
             with SQLITE_WRITE_GATE:  # the kept cursor is the shared connection's: used only under the gate
                 _, cursor = self._shared_cursor
                 self._shared_cursor = (None, None)
-                _close(cursor)
+                close_quietly(cursor)
                 self._shared.drop()
             return
-        _close(getattr(self._local, "cursor", None))
+        close_quietly(getattr(self._local, "cursor", None))
         self._local.connection = self._local.cursor = None
         self._connections.drop()
 

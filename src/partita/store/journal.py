@@ -226,12 +226,11 @@ class StoreJournal:
         _flusher.add(self)
 
     def on_event(self, event: ExecutionEvent) -> None:
-        kind = type(event)
-        if kind is AttemptFinished:
+        if type(event) is AttemptFinished:
             # The result, which the run keeps anyway, not the event: buffered until the next flush, events
             # outlived the collector's young generations and made its full collections come sooner.
-            self._buffer.append(event.attempt)  # type: ignore[union-attr]
-        elif kind is AttemptRetrying:
+            self._buffer.append(event.attempt)
+        elif type(event) is AttemptRetrying:
             self._buffer.append(event)
 
     def _tick(self) -> None:
@@ -288,9 +287,9 @@ class StoreJournal:
         finished: set[tuple[str, int]] = set()
         fresh, updates = _Rows(), _Rows()
         written, now = self._written, time.time()
-        for event in batch:
-            if type(event) is not AttemptRetrying:  # a finished attempt's result
-                attempt = event
+        for item in batch:
+            if type(item) is not AttemptRetrying:  # a finished attempt's result
+                attempt = item
                 key = (attempt.asset_name, attempt.index)
                 if key in listed:
                     finished.add(key)
@@ -309,8 +308,8 @@ class StoreJournal:
                     if outlet:
                         rows.outlets.append(outlet_row(attempt, text, now))
             else:  # a retry: the attempt stays running, with the invocation that failed
-                key = (event.asset_name, event.index)
-                (updates if key in written else fresh).records.append(self._retrying(event))
+                key = (item.asset_name, item.index)
+                (updates if key in written else fresh).records.append(self._retrying(item))
                 written[key] = None
         for attempt in running:
             key = (attempt.asset_name, attempt.index)
