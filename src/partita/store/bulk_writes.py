@@ -25,7 +25,15 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Boolean, Connection, Float, Integer
 
-__all__ = ["RowShape", "Upsert", "insert_rows", "sqlite_json_batch", "upsert_rows", "upsert_statements"]
+__all__ = [
+    "RowShape",
+    "Upsert",
+    "insert_rows",
+    "sqlite_json_batch",
+    "sqlite_json_pays",
+    "upsert_rows",
+    "upsert_statements",
+]
 
 _PG_ARRAY_TYPES = {Float: "float8[]", Integer: "int8[]", Boolean: "bool[]"}
 #: ``->>`` (a JSON value as its SQL value) arrived in SQLite 3.38.
@@ -68,7 +76,12 @@ def sqlite_json_batch(rows: Sequence[tuple[Any, ...]]) -> str | None:
     That is: a SQLite without ``->>``, fewer than `_JSON_MIN_ROWS` rows, or
     a value JSON would not carry exactly.
     """
-    return _as_json(rows) if _SQLITE_JSON and len(rows) >= _JSON_MIN_ROWS else None
+    return _as_json(rows) if sqlite_json_pays(len(rows)) else None
+
+
+def sqlite_json_pays(count: int) -> bool:
+    """Whether ``count`` rows cost SQLite less as JSON text than through ``executemany`` (and it can read them)."""
+    return _SQLITE_JSON and count >= _JSON_MIN_ROWS
 
 
 def sqlite_json_text(rows: Sequence[tuple[Any, ...]]) -> str | None:

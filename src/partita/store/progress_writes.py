@@ -12,13 +12,12 @@ from typing import Any
 
 from partita.events.model import SourceKind
 from partita.store.attempt_log_rows import write_logs
-from partita.store.bulk_writes import sqlite_json_batch
+from partita.store.bulk_writes import sqlite_json_pays
 from partita.store.database import Database
 from partita.store.journal_rows import (
-    SQLITE_SUCCESS_ATTEMPTS,
-    SQLITE_SUCCESS_OUTLETS,
     announced_assets,
     outlet_shape,
+    sqlite_success_groups,
     success_attempt_rows,
     success_outlet_rows,
     success_shape,
@@ -85,16 +84,17 @@ class ProgressWriter:
             database.insert(connection, events, built, shape=outlet_shape(run_id))
 
     def _successes_from_json(self, connection: Any, run_id: str, rows: Sequence[tuple[Any, ...]]) -> bool:
-        """SQLite: write plain successes (`journal_rows.success_row`) and their outlet events from one JSON text.
+        """SQLite: write plain successes (`journal_rows.success_row`) and their outlet events from JSON texts.
 
-        False where that does not apply (another backend, a small batch): the
-        caller writes them as rows.
+        False where that does not apply (another backend, a small batch, a
+        value JSON would not carry): the caller writes them as rows.
         """
-        batch = sqlite_json_batch(rows) if self._database.dialect == "sqlite" else None
-        if batch is None:
+        use_json = self._database.dialect == "sqlite" and sqlite_json_pays(len(rows))
+        statements = sqlite_success_groups(run_id, rows) if use_json else None
+        if statements is None:
             return False
-        connection.exec_driver_sql(SQLITE_SUCCESS_ATTEMPTS, (run_id, batch))
-        connection.exec_driver_sql(SQLITE_SUCCESS_OUTLETS, (run_id, batch))
+        for statement, parameters in statements:
+            connection.exec_driver_sql(statement, parameters)
         self._database.events_written(connection, announced_assets(rows))
         return True
 

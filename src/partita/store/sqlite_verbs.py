@@ -15,8 +15,8 @@ The views live in the connection's ``temp`` schema, created when a
 connection opens (`install`); they are never part of the database file or
 its migrations. The run's end goes this way when its last batches hold only
 plain successes (`journal_rows.success_row`), which SQLite unpacks from one
-JSON text as the journal's bulk path does; anything else keeps the
-transaction of several statements.
+JSON text, each row whole; anything else (or a long tail of successes)
+keeps the transaction of several statements.
 """
 
 from __future__ import annotations
@@ -31,13 +31,25 @@ from partita.store.protocol import ProgressBatch, RequestClaim
 from partita.store.run_rows import RUN_START_COLUMNS
 from partita.store.schema import CLAIM_PENDING_REQUEST, TRIGGER_REQUEST_FINISHED, runs, trigger_requests, trigger_runs
 
-__all__ = ["CLAIM_LOST", "RUN_END_SQL", "RUN_START_SQL", "SUPPORTED", "end_successes", "install", "run_start_values"]
+__all__ = [
+    "CLAIM_LOST",
+    "END_ROWS_MAX",
+    "RUN_END_SQL",
+    "RUN_START_SQL",
+    "SUPPORTED",
+    "end_successes",
+    "install",
+    "run_start_values",
+]
 
 #: ``->>``, which the end's trigger reads its JSON with, arrived in SQLite 3.38: older ones keep the transactions.
 SUPPORTED = sqlite3.sqlite_version_info >= (3, 38, 0)
 #: The message of the abort a claim that no longer matches raises (an `sqlite3.IntegrityError`).
 CLAIM_LOST = "partita: the trigger request changed since it was read"
 
+#: The most plain successes a run's end writes through its one statement; a longer tail of a big
+#: run takes the transaction, where a few more calls cost less than reading each row whole.
+END_ROWS_MAX = 64
 _CLAIM_COLUMNS = ("claim_flow", "claim_request", "claim_attempt", "claim_at", "claim_events")
 _END_COLUMNS = ("run_id", "status", "finished_at", "summary", "serves_flow", "successes")
 
@@ -110,7 +122,10 @@ def end_successes(progress: Sequence[ProgressBatch]) -> tuple[str | None, list[t
 
     A batch with records, outlet drafts, log lines or a replay needs the
     transaction of several statements; so does a row JSON would not carry
-    exactly. No successes at all: None as the text (SQLite reads no rows).
+    exactly. So do more than `END_ROWS_MAX` rows: the trigger reads each row
+    whole, and the transaction's grouped inserts (`sqlite_success_groups`) cost
+    SQLite half as much per row. No successes at all: None as the text
+    (SQLite reads no rows).
     """
     rows: list[tuple[Any, ...]] = []
     for batch in progress:
@@ -119,5 +134,7 @@ def end_successes(progress: Sequence[ProgressBatch]) -> tuple[str | None, list[t
         rows.extend(batch.attempt_rows)
     if not rows:
         return None, rows
+    if len(rows) > END_ROWS_MAX:
+        return None
     text = sqlite_json_text(rows)
     return None if text is None else (text, rows)

@@ -1,0 +1,189 @@
+"""Plain successes written as compact per-asset rows (`sqlite_success_groups`) store what whole rows store.
+
+The compact form only changes how rows travel to SQLite: every attempts row
+and outlet event must land with the same values as through the whole-row
+statements the run's end uses, outlet events in the rows' order within each
+asset, and a value JSON cannot carry exactly makes the caller fall back.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import partita as p
+from partita.results.record import RESOLUTION_TEXT
+from partita.store import bulk_writes, open_store
+from partita.store.journal_rows import sqlite_success_attempts, sqlite_success_groups, sqlite_success_outlets
+from partita.store.sql import SqlStore
+from partita.store.sqlite_verbs import END_ROWS_MAX
+
+pytestmark = pytest.mark.skipif(not bulk_writes._SQLITE_JSON, reason="SQLite before 3.38 has no ->>")
+
+RUN = "5d1c0e4b9a8f4e2d8c7b6a5f4e3d2c1b"
+RESOLUTIONS = [text for text in RESOLUTION_TEXT.values() if text is not None]
+EVENT_COLUMNS = (
+    "asset, partition_key, partition_date, extra, timestamp, source_kind, source_run_id, source_asset, "
+    "source_key_present, source_invocation, dedupe_key, payload_hash"
+)
+
+
+def _database(path: Path) -> sqlite3.Connection:
+    """A store file with the run's row, opened as a plain connection."""
+    open_store(f"sqlite:///{path}").close()
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute(
+        "INSERT INTO partita_runs (run_id, status, started_at, targets, selection_kind, plan, record_partition_keys, "
+        "owner_host, owner_pid, owner_token, heartbeat_at) VALUES (?, 'running', 0, '[]', 'keys', '{}', 0, 'h', 1, 't', 0)",
+        (RUN,),
+    )
+    return connection
+
+
+def _whole(connection: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    text = bulk_writes.sqlite_json_text(rows)
+    connection.execute(sqlite_success_attempts("?", "?"), (RUN, text))
+    connection.execute(sqlite_success_outlets("?", "?"), (RUN, text))
+
+
+def _grouped(connection: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
+    statements = sqlite_success_groups(RUN, rows)
+    assert statements is not None
+    for statement, parameters in statements:
+        connection.execute(statement, parameters)
+    return len(statements)
+
+
+def _stored(connection: sqlite3.Connection) -> tuple[list[tuple[Any, ...]], dict[str, list[tuple[Any, ...]]]]:
+    """Every attempts row, and each asset's outlet events in id order."""
+    attempts = connection.execute("SELECT * FROM partita_attempts ORDER BY asset, idx").fetchall()
+    events: dict[str, list[tuple[Any, ...]]] = {}
+    for row in connection.execute(f"SELECT {EVENT_COLUMNS} FROM partita_events ORDER BY id"):
+        events.setdefault(row[0], []).append(row)
+    return attempts, events
+
+
+@pytest.fixture
+def databases(tmp_path: Path) -> Iterator[tuple[sqlite3.Connection, sqlite3.Connection]]:
+    whole, grouped = _database(tmp_path / "whole.db"), _database(tmp_path / "grouped.db")
+    yield whole, grouped
+    whole.close()
+    grouped.close()
+
+
+def _row(asset: str, index: int, *, key: str | None = "k", record: bool = False, resolution: str = "executed",
+         materialization: str | None = None, announced: bool = True, started: float = 1_790_000_000.25) -> tuple[Any, ...]:  # fmt: skip
+    """A `success_row` tuple."""
+    finished = started + 0.125 + index * 1e-6
+    present = key is not None
+    return (asset, index, present, key if record else None, started, finished, resolution, materialization, key, announced)
+
+
+@st.composite
+def success_rows(draw: Any) -> list[tuple[Any, ...]]:
+    """Interleaved rows of up to four assets: some uniform, some with mixed resolutions, materializations, announcements."""
+    assets = draw(st.lists(st.sampled_from(["load", "clean", "stage", "ü/asset"]), min_size=1, max_size=40))
+    record = draw(st.booleans())
+    keyed = {asset: draw(st.booleans()) for asset in set(assets)}
+    rows, counts = [], dict.fromkeys(assets, 0)
+    for asset in assets:
+        index = counts[asset]
+        counts[asset] += 1
+        key = draw(st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"))) if keyed[asset] else None
+        rows.append(
+            _row(
+                asset, index, key=key, record=record,
+                resolution=draw(st.sampled_from(RESOLUTIONS)),
+                materialization=draw(st.one_of(st.none(), st.text(max_size=12, alphabet="abc-0123"))),
+                announced=draw(st.booleans()),
+                started=draw(st.floats(min_value=0, max_value=4e9, allow_nan=False)),
+            )
+        )  # fmt: skip
+    return rows
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=success_rows())
+def test_compact_rows_store_what_whole_rows_store(databases, rows):
+    whole, grouped = databases
+    for connection in databases:
+        connection.execute("DELETE FROM partita_attempts")
+        connection.execute("DELETE FROM partita_events")
+    _whole(whole, rows)
+    _grouped(grouped, rows)
+    assert _stored(grouped) == _stored(whole)
+
+
+def test_uniform_assets_go_as_compact_rows_and_two_statements(databases):
+    whole, grouped = databases
+    rows = [_row(asset, index, key=f"2026-01-{index + 1:02d}") for index in range(9) for asset in ("a", "b", "c")]
+    statements = sqlite_success_groups(RUN, rows)
+    assert statements is not None and len(statements) == 2
+    assert all("value->>9" not in statement for statement, _ in statements)  # no whole row was read
+    _whole(whole, rows)
+    _grouped(grouped, rows)
+    assert _stored(grouped) == _stored(whole)
+
+
+def test_many_assets_take_one_statement_per_hundred(databases):
+    whole, grouped = databases
+    rows = [_row(f"asset-{number:03d}", 0) for number in range(250)]
+    _whole(whole, rows)
+    assert _grouped(grouped, rows) == 6  # 100, 100 and 50 assets, for attempts and for outlets
+    assert _stored(grouped) == _stored(whole)
+
+
+def test_a_value_json_cannot_carry_makes_the_caller_fall_back():
+    assert sqlite_success_groups(RUN, [_row("load", 0, key="nul\x00inside")]) is None
+    mixed = [_row("load", 0, key="nul\x00inside", materialization="m"), _row("load", 1, key="ok")]
+    assert sqlite_success_groups(RUN, mixed) is None
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqlStore]:
+    opened = open_store(f"sqlite:///{tmp_path}/partita.db")
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.mark.parametrize("keys", [END_ROWS_MAX, END_ROWS_MAX + 1])
+def test_a_run_ends_with_any_number_of_plain_successes_recorded(store, keys):
+    """Up to `END_ROWS_MAX` the end is one statement; beyond, the transaction's compact inserts: the same rows."""
+    registry = p.AssetRegistry()
+    days = p.StaticPartitionDef("numbers", [f"n{number:03d}" for number in range(keys)])
+
+    @p.asset(partition_def=days, registry=registry)
+    def numbers() -> int:
+        return 1
+
+    flow = p.Flow(["numbers"], registry=registry, store=store, record_partition_keys=True)
+    flow.run({"partition_keys": days.keys[:1]})  # opens the shared connection, to trace it
+    statements: list[str] = []
+    shared = store.database.shared_writer
+    assert shared is not None
+    shared.get().set_trace_callback(statements.append)
+    result = flow.run({"partition_keys": days.keys})
+    shared.get().set_trace_callback(None)
+    assert result.succeeded
+    ended_in_one = any("INSERT INTO temp.partita_run_end" in statement for statement in statements)
+    assert ended_in_one is (keys <= END_ROWS_MAX)
+    run = store.get_run(result.run_id)
+    (task,) = store.get_tasks(result.run_id)
+    assert run.status == "success"
+    assert [(attempt.partition_key, attempt.status) for attempt in task.attempts] == [(k, "success") for k in days.keys]
+    live = {attempt.partition_key: attempt for attempt in result.tasks["numbers"].attempts}
+    for attempt in task.attempts:
+        assert (attempt.started_at, attempt.finished_at) == (
+            live[attempt.partition_key].started_at,
+            live[attempt.partition_key].finished_at,
+        )
+    outlets = store.list_events(run_id=result.run_id)
+    assert sorted(event.partition_key for event in outlets) == list(days.keys)
