@@ -8,6 +8,9 @@ asset, and a value JSON cannot carry exactly makes the caller fall back.
 
 from __future__ import annotations
 
+import datetime as dt
+import os
+import socket
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,13 +23,17 @@ from hypothesis import strategies as st
 import partita as p
 from partita.results.record import RESOLUTION_TEXT
 from partita.store import bulk_writes, open_store
+from partita.store.journal import StoreJournal
 from partita.store.journal_rows import sqlite_success_attempts, sqlite_success_groups, sqlite_success_outlets
+from partita.store.liveness import current_owner_token
+from partita.store.protocol import ProgressBatch, RunStart
 from partita.store.sql import SqlStore
 from partita.store.sqlite_verbs import END_ROWS_MAX
 
 pytestmark = pytest.mark.skipif(not bulk_writes._SQLITE_JSON, reason="SQLite before 3.38 has no ->>")
 
 RUN = "5d1c0e4b9a8f4e2d8c7b6a5f4e3d2c1b"
+NOW = dt.datetime(2026, 12, 7, 5, 0, tzinfo=dt.UTC)
 RESOLUTIONS = [text for text in RESOLUTION_TEXT.values() if text is not None]
 EVENT_COLUMNS = (
     "asset, partition_key, partition_date, extra, timestamp, source_kind, source_run_id, source_asset, "
@@ -85,27 +92,33 @@ def _row(asset: str, index: int, *, key: str | None = "k", record: bool = False,
     return (asset, index, present, key if record else None, started, finished, resolution, materialization, key, announced)
 
 
+_KEY_TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"))
+
+
 @st.composite
 def success_rows(draw: Any) -> list[tuple[Any, ...]]:
-    """Interleaved rows of up to four assets: some uniform, some with mixed resolutions, materializations, announcements."""
+    """Interleaved rows of up to four assets: some uniform (compact), some mixed in any of the columns that decide it."""
     assets = draw(st.lists(st.sampled_from(["load", "clean", "stage", "ü/asset"]), min_size=1, max_size=40))
-    record = draw(st.booleans())
-    keyed = {asset: draw(st.booleans()) for asset in set(assets)}
+    uniform = {asset: draw(st.booleans()) for asset in set(assets)}
+    shared = {asset: draw(_row_shape()) for asset in set(assets)}
     rows, counts = [], dict.fromkeys(assets, 0)
     for asset in assets:
         index = counts[asset]
         counts[asset] += 1
-        key = draw(st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"))) if keyed[asset] else None
+        keyed, record, resolution, materialization, announced = shared[asset] if uniform[asset] else draw(_row_shape())
+        key = draw(_KEY_TEXT) if keyed else None
+        started = draw(st.floats(min_value=0, max_value=4e9, allow_nan=False))
         rows.append(
-            _row(
-                asset, index, key=key, record=record,
-                resolution=draw(st.sampled_from(RESOLUTIONS)),
-                materialization=draw(st.one_of(st.none(), st.text(max_size=12, alphabet="abc-0123"))),
-                announced=draw(st.booleans()),
-                started=draw(st.floats(min_value=0, max_value=4e9, allow_nan=False)),
-            )
+            _row(asset, index, key=key, record=record, resolution=resolution, materialization=materialization,
+                 announced=announced, started=started)
         )  # fmt: skip
     return rows
+
+
+def _row_shape() -> st.SearchStrategy[tuple[Any, ...]]:
+    """Key presence, whether the key is recorded, resolution, materialization id, announcement."""
+    materialization = st.one_of(st.none(), st.none(), st.text(max_size=12, alphabet="abc-0123"))
+    return st.tuples(st.booleans(), st.booleans(), st.sampled_from(RESOLUTIONS), materialization, st.booleans())
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -125,7 +138,7 @@ def test_uniform_assets_go_as_compact_rows_and_two_statements(databases):
     rows = [_row(asset, index, key=f"2026-01-{index + 1:02d}") for index in range(9) for asset in ("a", "b", "c")]
     statements = sqlite_success_groups(RUN, rows)
     assert statements is not None and len(statements) == 2
-    assert all("value->>9" not in statement for statement, _ in statements)  # no whole row was read
+    assert all("value->>4" not in statement for statement, _ in statements)  # no whole row was read
     _whole(whole, rows)
     _grouped(grouped, rows)
     assert _stored(grouped) == _stored(whole)
@@ -154,8 +167,56 @@ def store(tmp_path: Path) -> Iterator[SqlStore]:
         opened.close()
 
 
+def _start(store: SqlStore, keys: list[str]) -> None:
+    """Record the start of run `RUN` of ``load`` over ``keys``, keys recorded."""
+    registry = p.AssetRegistry()
+    tenants = p.StaticPartitionDef("tenants", keys)
+
+    @p.asset(partition_def=tenants, registry=registry)
+    def load() -> None:
+        return None
+
+    plan = p.Flow(["load"], registry=registry).plan({"partition_keys": keys}).to_dict()
+    start = RunStart(RUN, NOW, plan, True, socket.gethostname(), os.getpid(), current_owner_token())
+    store.record_run_started(start)
+
+
+def _traced(store: SqlStore) -> list[str]:
+    """The statements the store's shared write connection runs from now on (SQLite's expanded text)."""
+    statements: list[str] = []
+    shared = store.database.shared_writer
+    assert shared is not None
+    shared.get().set_trace_callback(statements.append)
+    return statements
+
+
+def test_a_progress_batch_of_plain_successes_goes_as_compact_rows(store):
+    """Through the store's own writer: two compact inserts, and the rows read back as they went in."""
+    keys = [f"2026-01-{day:02d}" for day in range(1, 13)]
+    _start(store, keys)
+    rows = [_row("load", index, key=key, record=True) for index, key in enumerate(keys)]
+    statements = _traced(store)
+    store.record_batch(RUN, ProgressBatch((), True, attempt_rows=rows))
+    inserts = [statement for statement in statements if statement.startswith("INSERT")]
+    assert len(inserts) == 2 and all("FROM json_each(" in insert and "value->>4" not in insert for insert in inserts)
+    (task,) = store.get_tasks(RUN)
+    assert [(attempt.partition_key, attempt.started_at, attempt.finished_at) for attempt in task.attempts] == [
+        (row[3], row[4], row[5]) for row in rows
+    ]
+    assert sorted(event.partition_key for event in store.list_events(run_id=RUN)) == keys
+
+
+def test_a_value_json_cannot_carry_is_stored_row_by_row(store):
+    rows = [_row("load", index, key=f"k{index}\x00", record=True) for index in range(10)]
+    _start(store, [f"k{index}" for index in range(10)])  # a key with a NUL is stored, never declared
+    store.record_batch(RUN, ProgressBatch((), True, attempt_rows=rows))
+    (task,) = store.get_tasks(RUN)
+    assert [attempt.partition_key for attempt in task.attempts] == [row[3] for row in rows]
+    assert sorted(event.partition_key for event in store.list_events(run_id=RUN)) == sorted(row[8] for row in rows)
+
+
 @pytest.mark.parametrize("keys", [END_ROWS_MAX, END_ROWS_MAX + 1])
-def test_a_run_ends_with_any_number_of_plain_successes_recorded(store, keys):
+def test_a_run_ends_with_any_number_of_plain_successes_recorded(store, keys, monkeypatch):
     """Up to `END_ROWS_MAX` the end is one statement; beyond, the transaction's compact inserts: the same rows."""
     registry = p.AssetRegistry()
     days = p.StaticPartitionDef("numbers", [f"n{number:03d}" for number in range(keys)])
@@ -166,15 +227,16 @@ def test_a_run_ends_with_any_number_of_plain_successes_recorded(store, keys):
 
     flow = p.Flow(["numbers"], registry=registry, store=store, record_partition_keys=True)
     flow.run({"partition_keys": days.keys[:1]})  # opens the shared connection, to trace it
-    statements: list[str] = []
-    shared = store.database.shared_writer
-    assert shared is not None
-    shared.get().set_trace_callback(statements.append)
+    # No periodic flush: every success reaches the end, whatever the machine's speed.
+    monkeypatch.setattr(StoreJournal, "_tick", lambda self: None)
+    statements = _traced(store)
     result = flow.run({"partition_keys": days.keys})
-    shared.get().set_trace_callback(None)
     assert result.succeeded
     ended_in_one = any("INSERT INTO temp.partita_run_end" in statement for statement in statements)
     assert ended_in_one is (keys <= END_ROWS_MAX)
+    if not ended_in_one:
+        compact = [statement for statement in statements if "FROM json_each(" in statement]
+        assert len(compact) == 2 and not any("value->>4" in statement for statement in compact)
     run = store.get_run(result.run_id)
     (task,) = store.get_tasks(result.run_id)
     assert run.status == "success"

@@ -18,7 +18,6 @@ record path: they carry invocation rows too.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -148,6 +147,7 @@ def sqlite_success_attempts(run_id: str, rows: str) -> str:
 
 
 def _whole_attempts(run_id: str, rows: str) -> str:
+    """The attempts rows of whole `success_row` rows (`sqlite_success_attempts`' SELECT)."""
     return (
         "SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>5 - value->>4, value->>6, "
         f"value->>7, {run_id}, 'success', 1 FROM json_each({rows})"
@@ -163,6 +163,7 @@ def sqlite_success_outlets(run_id: str, rows: str) -> str:
 
 
 def _whole_outlets(run_id: str, rows: str) -> str:
+    """The outlet events of the announced whole rows (`sqlite_success_outlets`' SELECT)."""
     return (
         "SELECT value->>0, value->>8, CASE WHEN value->>7 IS NULL THEN '{}' "
         "ELSE json_object('materialization_id', value->>7) END, value->>5, value->>0, value->>2, 1, "
@@ -171,72 +172,75 @@ def _whole_outlets(run_id: str, rows: str) -> str:
 
 
 def sqlite_success_groups(run_id: str, rows: Sequence[tuple[Any, ...]]) -> list[tuple[str, tuple[Any, ...]]] | None:
-    """SQLite's statements for a bulk of `success_row` rows: an insert of attempts, then one of outlet events.
+    """SQLite's statements for a bulk of `success_row` rows: inserts of attempts, then of outlet events.
 
     SQLite before 3.45 parses a JSON row's text again for every ``->>`` that
-    reads it, and a whole row is read twenty times per success: that parsing
-    was half of the store's work per attempt. The rows of an asset that
-    share their key presence, resolution and announcement and carry no
-    materialization (nearly always all of them) go as compact rows instead:
-    index, start, end and key text, seven reads per success, with the shared
-    values as parameters. Any other asset's rows go whole. Each insert reads
-    all assets' rows (``UNION ALL``): every statement is a call that gives up
-    the interpreter's lock, and taking it back from a busy run can take a
-    switch interval (5 ms). Outlet events are numbered asset by asset, in the
-    rows' order within each. None when a value JSON would not carry exactly.
+    reads it, and a whole row is read 17 or 18 times per success: that
+    parsing was half of the store's work per attempt. The rows of an asset
+    that share their key presence, resolution, announcement and whether they
+    record their key, and carry no materialization (nearly always all of
+    them), go as compact rows instead: index, start, end and key text, read
+    seven times (eight with the key recorded), with the shared values as
+    parameters. Any other asset's rows go whole. Each insert reads up to
+    `_ASSETS_PER_STATEMENT` assets' rows (``UNION ALL``): every statement is
+    a call that gives up the interpreter's lock, and taking it back from a
+    busy run can take a switch interval (5 ms). None when a value JSON would
+    not carry exactly.
     """
     by_asset: dict[str, list[tuple[Any, ...]]] = {}
     for row in rows:
-        part = by_asset.get(row[0])
-        if part is None:
-            part = by_asset[row[0]] = []
-        part.append(row)
-    attempt_parts: list[tuple[str, tuple[Any, ...]]] = []
-    outlet_parts: list[tuple[str, tuple[Any, ...]]] = []
-    for asset, part in by_asset.items():
-        _, _, present, recorded, _, _, resolution, _, _, announced = part[0]
+        by_asset.setdefault(row[0], []).append(row)
+    attempt_selects: list[tuple[str, tuple[Any, ...]]] = []
+    outlet_selects: list[tuple[str, tuple[Any, ...]]] = []
+    for asset, asset_rows in by_asset.items():
+        _, _, present, recorded, _, _, resolution, _, _, announced = asset_rows[0]
         record = recorded is not None
         shared = (present, record, resolution, None, announced)
-        if all((row[2], row[3] is not None, row[6], row[7], row[9]) == shared for row in part):
-            text = sqlite_json_text([(row[1], row[4], row[5], row[8]) for row in part])
+        # A recorded key is the key text (`success_row`): the compact row carries it once.
+        if all(
+            (row[2], row[3] is not None, row[6], row[7], row[9]) == shared and (row[3] is None or row[3] == row[8])
+            for row in asset_rows
+        ):
+            text = sqlite_json_text([(row[1], row[4], row[5], row[8]) for row in asset_rows])
             if text is None:
                 return None
-            attempt_parts.append((_compact_attempts(record), (asset, present, resolution, run_id, text)))
+            compact = _COMPACT_RECORDED_ATTEMPTS if record else _COMPACT_ATTEMPTS
+            attempt_selects.append((compact, (asset, present, resolution, run_id, text)))
             if announced:
-                outlet_parts.append((_COMPACT_OUTLETS, (asset, asset, present, run_id, text)))
+                outlet_selects.append((_COMPACT_OUTLETS, (asset, asset, present, run_id, text)))
         else:
-            text = sqlite_json_text(part)
+            text = sqlite_json_text(asset_rows)
             if text is None:
                 return None
-            attempt_parts.append((_WHOLE_ATTEMPTS, (run_id, text)))
-            outlet_parts.append((_WHOLE_OUTLETS, (run_id, text)))
-    return [*_compound(_ATTEMPTS_INTO, attempt_parts), *_compound(_OUTLETS_INTO, outlet_parts)]
+            attempt_selects.append((_WHOLE_ATTEMPTS, (run_id, text)))
+            outlet_selects.append((_WHOLE_OUTLETS, (run_id, text)))
+    return [*_compound(_ATTEMPTS_INTO, attempt_selects), *_compound(_OUTLETS_INTO, outlet_selects)]
 
 
 #: Assets one statement reads at most (SQLite allows 500 terms in a compound SELECT).
-_GROUPS_PER_STATEMENT = 100
+_ASSETS_PER_STATEMENT = 100
 
 
-def _compound(into: str, parts: list[tuple[str, tuple[Any, ...]]]) -> list[tuple[str, tuple[Any, ...]]]:
-    """``into`` followed by the parts' SELECTs joined by ``UNION ALL``, with their parameters in order."""
+def _compound(into: str, selects: list[tuple[str, tuple[Any, ...]]]) -> list[tuple[str, tuple[Any, ...]]]:
+    """``into`` followed by the SELECTs joined by ``UNION ALL``, with their parameters in order."""
     statements = []
-    for first in range(0, len(parts), _GROUPS_PER_STATEMENT):
-        chunk = parts[first : first + _GROUPS_PER_STATEMENT]
-        select = " UNION ALL ".join(part for part, _ in chunk)
+    for first in range(0, len(selects), _ASSETS_PER_STATEMENT):
+        chunk = selects[first : first + _ASSETS_PER_STATEMENT]
+        select = " UNION ALL ".join(sql for sql, _ in chunk)
         statements.append((into + select, tuple(value for _, values in chunk for value in values)))
     return statements
 
 
-@functools.cache
-def _compact_attempts(record: bool) -> str:
+def _compact_attempts(key: str) -> str:
     """The attempts rows of an asset's compact rows (parameters: asset, present, resolution, run, rows)."""
-    key = "value->>3" if record else "NULL"
     return (
         f"SELECT ?, value->>0, ?, {key}, value->>1, value->>2, value->>2 - value->>1, ?, NULL, "
         "?, 'success', 1 FROM json_each(?)"
     )
 
 
+_COMPACT_ATTEMPTS = _compact_attempts("NULL")
+_COMPACT_RECORDED_ATTEMPTS = _compact_attempts("value->>3")
 #: The outlet events of an asset's compact rows (parameters: asset twice, present, run, rows).
 _COMPACT_OUTLETS = f"SELECT ?, value->>3, '{{}}', value->>2, ?, ?, 1, '{_OUTLET}', ? FROM json_each(?)"
 #: The SELECTs over whole rows, as the run's end reads them (parameters: run, rows).
