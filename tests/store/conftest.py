@@ -1,4 +1,4 @@
-"""Helpers for the store's fork tests."""
+"""Helpers for the store's fork tests, and a SQLite store in a temporary folder (``store``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,12 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from partita.store import open_store
+from partita.store.sql import SqlStore
 
 
 def hung_children(forks: int, child: Callable[[], None], seconds: float = 10.0) -> int:
@@ -52,3 +58,13 @@ def running_constantly(work: Callable[[], None], threads: int = 1) -> Iterator[N
         stop.set()
         for thread in started:
             thread.join(30)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqlStore]:
+    """A SQLite store in a new file (a module may define its own ``store``, which takes precedence)."""
+    opened = open_store(f"sqlite:///{tmp_path}/partita.db")
+    try:
+        yield opened
+    finally:
+        opened.close()

@@ -51,15 +51,6 @@ def _traced(store: SqlStore) -> Iterator[list[str]]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqlStore]:
-    opened = open_store(f"sqlite:///{tmp_path}/partita.db")
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-@pytest.fixture
 def transactions_store(tmp_path: Path) -> Iterator[SqlStore]:
     """A store on another file whose verbs keep their transactions: the rows to compare with."""
     opened = open_store(f"sqlite:///{tmp_path}/transactions.db")

@@ -158,15 +158,6 @@ def test_a_value_json_cannot_carry_makes_the_caller_fall_back():
     assert sqlite_success_groups(RUN, mixed) is None
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqlStore]:
-    opened = open_store(f"sqlite:///{tmp_path}/partita.db")
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
 def _start(store: SqlStore, keys: list[str]) -> None:
     """Record the start of run `RUN` of ``load`` over ``keys``, keys recorded."""
     registry = p.AssetRegistry()
