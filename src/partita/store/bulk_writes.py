@@ -26,14 +26,8 @@ from typing import Any, NamedTuple
 from sqlalchemy import Boolean, Connection, Float, Integer
 
 __all__ = [
-    "RowShape",
-    "Upsert",
-    "insert_rows",
-    "sqlite_json_batch",
-    "sqlite_json_pays",
-    "upsert_rows",
-    "upsert_statements",
-]
+    "RowShape", "Upsert", "insert_rows", "sqlite_json_batch", "sqlite_json_pays", "upsert_rows", "upsert_statements",
+]  # fmt: skip
 
 _PG_ARRAY_TYPES = {Float: "float8[]", Integer: "int8[]", Boolean: "bool[]"}
 #: ``->>`` (a JSON value as its SQL value) arrived in SQLite 3.38.

@@ -97,15 +97,7 @@ def key_text_of(attempt: AttemptResult, format_key: Callable[[Any], str] | None)
 
 
 #: What an outlet events row carries; the source kind and run are bound once per batch.
-OUTLET_COLUMNS = (
-    "asset",
-    "partition_key",
-    "extra",
-    "timestamp",
-    "source_asset",
-    "source_key_present",
-    "source_invocation",
-)
+OUTLET_COLUMNS = ("asset", "partition_key", "extra", "timestamp", "source_asset", "source_key_present", "source_invocation")
 
 
 def outlet_shape(run_id: str) -> RowShape:
@@ -171,6 +163,10 @@ def _whole_outlets(run_id: str, rows: str) -> str:
     )
 
 
+#: Assets one statement reads at most (SQLite allows 500 terms in a compound SELECT).
+_ASSETS_PER_STATEMENT = 100
+
+
 def sqlite_success_groups(run_id: str, rows: Sequence[tuple[Any, ...]]) -> list[tuple[str, tuple[Any, ...]]] | None:
     """SQLite's statements for a bulk of `success_row` rows: inserts of attempts, then of outlet events.
 
@@ -215,10 +211,6 @@ def sqlite_success_groups(run_id: str, rows: Sequence[tuple[Any, ...]]) -> list[
             attempt_selects.append((_WHOLE_ATTEMPTS, (run_id, text)))
             outlet_selects.append((_WHOLE_OUTLETS, (run_id, text)))
     return [*_compound(_ATTEMPTS_INTO, attempt_selects), *_compound(_OUTLETS_INTO, outlet_selects)]
-
-
-#: Assets one statement reads at most (SQLite allows 500 terms in a compound SELECT).
-_ASSETS_PER_STATEMENT = 100
 
 
 def _compound(into: str, selects: list[tuple[str, tuple[Any, ...]]]) -> list[tuple[str, tuple[Any, ...]]]:

@@ -32,15 +32,9 @@ from partita.store.run_rows import RUN_START_COLUMNS
 from partita.store.schema import CLAIM_PENDING_REQUEST, TRIGGER_REQUEST_FINISHED, runs, trigger_requests, trigger_runs
 
 __all__ = [
-    "CLAIM_LOST",
-    "END_ROWS_MAX",
-    "RUN_END_SQL",
-    "RUN_START_SQL",
-    "SUPPORTED",
-    "end_successes",
-    "install",
+    "CLAIM_LOST", "END_ROWS_MAX", "RUN_END_SQL", "RUN_START_SQL", "SUPPORTED", "end_successes", "install",
     "run_start_values",
-]
+]  # fmt: skip
 
 #: ``->>``, which the end's trigger reads its JSON with, arrived in SQLite 3.38: older ones keep the transactions.
 SUPPORTED = sqlite3.sqlite_version_info >= (3, 38, 0)
@@ -123,8 +117,8 @@ def end_successes(progress: Sequence[ProgressBatch]) -> tuple[str | None, list[t
     A batch with records, outlet drafts, log lines or a replay needs the
     transaction of several statements; so does a row JSON would not carry
     exactly. So do more than `END_ROWS_MAX` rows: the trigger reads each row
-    whole, and the transaction's grouped inserts (`sqlite_success_groups`) cost
-    SQLite half as much per row. No successes at all: None as the text
+    whole, and the transaction's compact inserts (`sqlite_success_groups`) cost
+    SQLite about half as much per row. No successes at all: None as the text
     (SQLite reads no rows).
     """
     rows: list[tuple[Any, ...]] = []
