@@ -1,4 +1,4 @@
-"""Helpers for the store's fork tests, and a SQLite store in a temporary folder (``store``)."""
+"""Helpers for the store's fork tests, and a SQLite store in a temporary folder (``sqlite_store``)."""
 
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ def running_constantly(work: Callable[[], None], threads: int = 1) -> Iterator[N
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqlStore]:
-    """A SQLite store in a new file (a module may define its own ``store``, which takes precedence)."""
+def sqlite_store(tmp_path: Path) -> Iterator[SqlStore]:
+    """A SQLite store in a new file, for tests of SQLite's own statements (``store`` is one per backend)."""
     opened = open_store(f"sqlite:///{tmp_path}/partita.db")
     try:
         yield opened

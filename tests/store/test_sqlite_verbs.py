@@ -34,6 +34,12 @@ def _flow(store: SqlStore, *, fail: bool = False, tags: dict[str, str] | None = 
     return p.Flow(["letters"], registry=registry, store=store, name="letters", record_partition_keys=True, tags=tags)
 
 
+@pytest.fixture
+def store(sqlite_store: SqlStore) -> SqlStore:
+    """SQLite only: these tests read the statements SQLite runs."""
+    return sqlite_store
+
+
 @contextlib.contextmanager
 def _traced(store: SqlStore) -> Iterator[list[str]]:
     """The statements the shared write connection runs meanwhile (SQLite traces a statement again for each

@@ -158,6 +158,12 @@ def test_a_value_json_cannot_carry_makes_the_caller_fall_back():
     assert sqlite_success_groups(RUN, mixed) is None
 
 
+@pytest.fixture
+def store(sqlite_store: SqlStore) -> SqlStore:
+    """SQLite only: these tests read the statements SQLite runs."""
+    return sqlite_store
+
+
 def _start(store: SqlStore, keys: list[str]) -> None:
     """Record the start of run `RUN` of ``load`` over ``keys``, keys recorded."""
     registry = p.AssetRegistry()
