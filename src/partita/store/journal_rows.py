@@ -209,7 +209,8 @@ def sqlite_success_groups(run_id: str, rows: Sequence[tuple[Any, ...]]) -> list[
             if text is None:
                 return None
             attempt_selects.append((_WHOLE_ATTEMPTS, (run_id, text)))
-            outlet_selects.append((_WHOLE_OUTLETS, (run_id, text)))
+            if any(row[9] for row in asset_rows):  # no announced row: no outlet to read them for
+                outlet_selects.append((_WHOLE_OUTLETS, (run_id, text)))
     return [*_compound(_ATTEMPTS_INTO, attempt_selects), *_compound(_OUTLETS_INTO, outlet_selects)]
 
 
