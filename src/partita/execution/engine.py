@@ -148,6 +148,7 @@ class _Run:
             observers=self.observers,
             event_log=event_log,
             enqueue=dispatcher.enqueue,
+            enqueue_block=dispatcher.enqueue_block,
             reuse=self.reuse,
             retry_history=retry_history,
         )

@@ -59,6 +59,7 @@ class Readiness:
         "_observers",
         "_event_log",
         "_enqueue",
+        "_enqueue_block",
         "_reuse",
         "_retry_history",
         "release",
@@ -74,6 +75,7 @@ class Readiness:
         observers: ObserverFanout,
         event_log: EventLog,
         enqueue: Callable[[TaskState, int], None],
+        enqueue_block: Callable[[TaskState, int, int], None],
         reuse: OutputReuse | None,
         retry_history: dict[Token, list[Invocation]],
     ) -> None:
@@ -85,6 +87,7 @@ class Readiness:
         self._observers = observers
         self._event_log = event_log
         self._enqueue = enqueue
+        self._enqueue_block = enqueue_block
         self._reuse = reuse
         self._retry_history = retry_history
         #: Set when the executor keeps outputs elsewhere: each is released once its readers are terminal.
@@ -97,9 +100,25 @@ class Readiness:
         """Release the attempts that wait on nothing."""
         # Collect roots first: settling one root can cascade skips into
         # attempts that must not be visited a second time here.
-        roots = [(task, k) for task in self.tasks for k in range(task.size) if task.pending[k] == 0]
+        whole = [task for task in self.tasks if self._plain_roots(task)]
+        roots = [(task, k) for task in self.tasks if task not in whole for k in range(task.size) if task.pending[k] == 0]
+        for task in whole:
+            self._enqueue_block(task, 0, task.size)
         for task, key_index in roots:
             self.became_ready(task, key_index)
+
+    def _plain_roots(self, task: TaskState) -> bool:
+        """Whether every key of ``task`` waits on nothing and would go straight to the free queue."""
+        return (
+            task.size > 1
+            and task.gate is None
+            and task.group is None
+            and task.skip_when_ready is None
+            and not task.undiscovered
+            and not task.blockers
+            and (self._reuse is None or task.definition.materialization is None)
+            and not any(task.pending)
+        )
 
     def fault(self, exc: BaseException) -> None:
         """A scheduler fault ends the run loudly, never leaves it waiting."""
