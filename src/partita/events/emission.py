@@ -43,6 +43,7 @@ __all__ = [
     "EventSink",
     "MemoryEventLog",
     "activate",
+    "active_emitter",
     "deactivate",
     "emit",
     "encoded_extra_size",
@@ -425,6 +426,11 @@ def activate(emitter: Emitter | LazyEmitter | None) -> contextvars.Token[Any]:
 
 def deactivate(token: contextvars.Token[Any]) -> None:
     _active.reset(token)
+
+
+def active_emitter() -> Any:
+    """What `activate` made the producer of this thread or task (an emitter, or what stands for one); None if nothing."""
+    return _active.get(None)
 
 
 def _unavailable_emitter(catalog: Catalog, *state: Any) -> Emitter:

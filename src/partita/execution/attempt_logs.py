@@ -29,14 +29,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from partita.results.logs import LogCapture, LogLine, LogRow, LogStream
 
-__all__ = ["AttemptLog", "LogBatch", "LogCut", "LogListener", "RunLogs", "current_attempt_log"]
+__all__ = ["OUTSIDE_ATTEMPTS", "AttemptLog", "LogBatch", "LogCut", "LogListener", "RunLogs", "current_attempt_log"]
 
 _log = logging.getLogger("partita.execution")
 
-#: The attempt whose body runs in this thread or task (set by the body wrappers of `log_capture`).
-current_attempt_log: contextvars.ContextVar[AttemptLog | None] = contextvars.ContextVar(
-    "partita_attempt_log", default=None
-)
+#: Set as `current_attempt_log` where nothing written belongs to an attempt, even on a body's thread.
+OUTSIDE_ATTEMPTS: Any = object()
+#: The log of the attempt whose body runs in this task or worker process (set by the body wrappers of
+#: `log_capture`). None: ask the thread's attempt scope (`attempt_scope.current_log`); or `OUTSIDE_ATTEMPTS`.
+current_attempt_log: contextvars.ContextVar[Any] = contextvars.ContextVar("partita_attempt_log", default=None)
 
 
 @runtime_checkable
@@ -307,7 +308,7 @@ class RunLogs:
         if self.listeners:
             shown = LogLine._make(line)
             # Outside the attempt while showing it: what a listener writes is not the body's output.
-            token = current_attempt_log.set(None)
+            token = current_attempt_log.set(OUTSIDE_ATTEMPTS)
             try:
                 for listener in self.listeners:
                     try:

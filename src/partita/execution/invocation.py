@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from partita.definitions.definition import AssetDefinition
 from partita.events.emission import Emitter, EventLog, LazyEmitter, RunLiveness, activate, catalog_of
 from partita.events.model import EmissionReceipt, SourceKind
 from partita.execution.attempt_logs import RunLogs
+from partita.execution.attempt_scope import AttemptScope, key_formatter
 from partita.execution.context import AssetContext, TriggeringEvents
 from partita.execution.discovery import DiscoveryCollector, FanOut, run_discovering_body, run_discovering_body_async
 from partita.execution.dispatch import Dispatcher
@@ -57,10 +57,6 @@ def inputs_for(task: TaskState, key_index: int) -> dict[str, Any]:
     return kwargs
 
 
-
-def _key_formatter(definition: AssetDefinition) -> Callable[[Any], str] | None:
-    """How an asset's keys become canonical text (None: unpartitioned)."""
-    return None if definition.partition_def is None else definition.partition_def.format_key
 
 class RunEmitters:
     """Builds the emitters of one run: an attempt's (body or callback) and the flow's callbacks'.
@@ -105,7 +101,7 @@ class RunEmitters:
             task.partitioned,
             invocation,
             task.keys[key_index],
-            _key_formatter(task.definition),
+            key_formatter(task.definition),
             self._receipts,
             self._store_url,
             role,
@@ -198,10 +194,14 @@ class Invoker:
         self.in_flight[(task, key_index)] = started
         kwargs = inputs_for(task, key_index)
         emitter: Any
+        # A body wrapped in a log scope: an async one, or any in a worker process; a sync one here has its scope.
+        wrapped_log = self._logs is not None and (definition.is_async or self._runs_async_bodies)
         if self._runs_async_bodies:
             emitter = self._emitter(task, key_index, invocation)  # crosses a process boundary: built now
-        else:
+        elif wrapped_log or self._logs is None:
             emitter = LazyEmitter(self._emitter, task, key_index, invocation)
+        else:
+            emitter = AttemptScope(self._emitter, self._logs, task, key_index, invocation)
         fn = definition.fn
         collector = None
         if task.discovers:
@@ -209,11 +209,10 @@ class Invoker:
             collector = self._fan_out.collector_for(task)
             runner = run_discovering_body_async if definition.is_async else run_discovering_body
             fn = functools.partial(runner, definition.fn, collector)
-        if self._logs is not None:
+        if wrapped_log:
             fn = wrap_body(
-                self._logs, task.name, key_index, task.keys[key_index], invocation, fn,
-                is_async=definition.is_async, remote=self._runs_async_bodies,
-                format_key=_key_formatter(definition),
+                self._logs, task.name, key_index, task.keys[key_index], invocation, fn,  # type: ignore[arg-type]
+                remote=self._runs_async_bodies, format_key=key_formatter(definition),
             )
         if definition.context_parameter is not None:
             kwargs[definition.context_parameter] = self._context(task, key_index, invocation, emitter, collector)
@@ -310,7 +309,7 @@ class Invoker:
         if self._logs is not None and outcome.lines:
             log = self._logs.for_attempt(
                 task.name, key_index, task.keys[key_index], outcome.lines[0][2],  # the first line's invocation
-                _key_formatter(task.definition),
+                key_formatter(task.definition),
             )
             self._logs.merge(log, outcome.lines)
         return not outcome.raised, outcome.value

@@ -1,9 +1,10 @@
 """Routing a body's log records and output to its attempt's log.
 
-A context variable names the attempt whose body runs in this thread or task:
-the body wrappers set it around the call (worker threads, async tasks, and
-worker processes alike), so several bodies at once each keep their own
-lines. One handler on the ``partita.asset`` logger reads it; records logged
+The attempt whose body runs in this thread or task names its log: a sync
+body's worker thread activates the attempt's `AttemptScope` (its log is made
+at the first line), and the body wrappers here set a context variable around
+async bodies and bodies in worker processes. Several bodies at once thus
+each keep their own lines. One handler on the ``partita.asset`` logger reads it; records logged
 outside any attempt are left to the user's handlers, untouched. Handlers the
 user attached still get every record: the handler only adds a copy.
 
@@ -25,7 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from partita.execution.attempt_logs import AttemptLog, RunLogs, current_attempt_log
+from partita.execution.attempt_logs import OUTSIDE_ATTEMPTS, AttemptLog, RunLogs, current_attempt_log
+from partita.execution.attempt_scope import current_log
 from partita.execution.worker_async import run_coroutine
 from partita.results.logs import LogCapture, LogRow, LogStream
 
@@ -70,7 +72,7 @@ class _AttemptHandler(logging.Handler):
 
     def handle(self, record: logging.LogRecord) -> bool:  # type: ignore[override]
         # No handler lock: an attempt's log has one writer, the body's own thread or task.
-        log = current_attempt_log.get()
+        log = current_log()
         if log is not None:
             # Named for handlers further up (the daemon's lines print them): which attempt logged this.
             fields = record.__dict__
@@ -94,7 +96,7 @@ class _AttemptHandler(logging.Handler):
         ):
             # Without capture, this record would have reached stderr bare; it still does,
             # to the real stderr (never kept as the body's own output).
-            token = current_attempt_log.set(None)
+            token = current_attempt_log.set(OUTSIDE_ATTEMPTS)
             try:
                 last_resort.handle(record)
             finally:
@@ -116,7 +118,7 @@ class _RoutedStream:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        log = current_attempt_log.get()
+        log = current_log()
         if log is None or not log.output:
             return self._original.write(text)
         log.write(self._stream, text, time.time())
@@ -167,15 +169,6 @@ def uninstall(capture: LogCapture) -> None:
                 stream = getattr(sys, name)
                 if isinstance(stream, _RoutedStream):
                     setattr(sys, name, stream._original)
-
-
-def _capture_sync(log: AttemptLog, fn: Callable[..., Any], /, **kwargs: Any) -> Any:
-    token = current_attempt_log.set(log)
-    try:
-        return fn(**kwargs)
-    finally:
-        current_attempt_log.reset(token)
-        log.end_invocation(time.time)
 
 
 async def _capture_async(log: AttemptLog, fn: Callable[..., Any], /, **kwargs: Any) -> Any:
@@ -235,12 +228,15 @@ def _capture_remote(scope: _RemoteScope, fn: Callable[..., Any], /, **kwargs: An
 
 def wrap_body(
     logs: RunLogs, asset: str, index: int, partition_key: Any, invocation: int, fn: Callable[..., Any], *,
-    is_async: bool, remote: bool, format_key: Callable[[Any], str] | None = None,
+    remote: bool, format_key: Callable[[Any], str] | None = None,
 ) -> Callable[..., Any]:
-    """``fn`` run inside its attempt's log scope: in this process, or in a worker process (``remote``)."""
+    """``fn`` run inside its attempt's log scope: an async body here, or any body in a worker process (``remote``).
+
+    A sync body here needs none: its worker thread activates its `AttemptScope`.
+    """
     log = logs.for_attempt(asset, index, partition_key, invocation, format_key)
     if remote:
         key_text = log.key_text if logs.annotate else None
         scope = _RemoteScope(asset, index, invocation, logs.capture, logs.echo_warnings, key_text)
         return functools.partial(_capture_remote, scope, fn)
-    return functools.partial(_capture_async if is_async else _capture_sync, log, fn)
+    return functools.partial(_capture_async, log, fn)

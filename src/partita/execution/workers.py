@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from partita.events.emission import activate, deactivate
+from partita.execution.attempt_scope import AttemptScope
 
 __all__ = ["NO_LOCK", "Completion", "CompletionInbox", "SchedulerLock", "ThreadWorkers", "parked_threads"]
 
@@ -265,7 +266,7 @@ class ThreadWorkers:
         return self._outstanding
 
     def submit(self, token: Any, fn: Callable[..., Any], kwargs: dict[str, Any], emitter: Any = None) -> None:
-        """Run ``fn(**kwargs)``; ``emitter`` becomes `partita.emit`'s producer meanwhile."""
+        """Run ``fn(**kwargs)``; ``emitter`` becomes `partita.emit`'s producer meanwhile (an `AttemptScope`: its log too)."""
         self._outstanding += 1
         if self._outstanding > self._threads and self._threads < self._max_threads:
             self._threads += 1
@@ -298,6 +299,8 @@ class ThreadWorkers:
                 value, succeeded = exc, False
             finished = clock()
             deactivate(active)
+            if emitter.__class__ is AttemptScope and emitter.log is not None:
+                emitter.log.end_invocation(clock)  # the body wrote lines: keep any unfinished one
             if succeeded and lock is not None:
                 job = lock.offer((token, True, value, started, finished))
             else:
