@@ -33,7 +33,9 @@ def test_bodies_that_write_nothing_make_no_log_and_each_writer_gets_its_own() ->
     assert [line.message for line in result.logs("extract", "2026-08-09")] == ["only this key logs"]
     # Asking for the current log makes it: each body got a log of its own attempt.
     assert {key: (log.asset, log.index) for key, log in seen.items()} == {
-        "2026-08-08": ("extract", 0), "2026-08-09": ("extract", 1), "2026-08-10": ("extract", 2)
+        "2026-08-08": ("extract", 0),
+        "2026-08-09": ("extract", 1),
+        "2026-08-10": ("extract", 2),
     }
 
 
@@ -83,7 +85,9 @@ def test_output_without_a_final_newline_is_kept_when_the_sync_body_ends_even_if_
     result = p.Flow(["flaky"], registry=registry, log_capture=True).run({"partition_keys": KEYS[:2]})
 
     for key in KEYS[:2]:
-        assert [(line.stream, line.message) for line in result.logs("flaky", key)] == [(p.LogStream.STDOUT, "unfinished")]
+        assert [(line.stream, line.message) for line in result.logs("flaky", key)] == [
+            (p.LogStream.STDOUT, "unfinished")
+        ]
 
 
 def test_what_a_listener_prints_while_showing_a_line_is_not_the_bodys_output() -> None:

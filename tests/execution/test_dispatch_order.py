@@ -46,7 +46,9 @@ def test_a_block_starts_its_keys_in_order_exactly_where_one_entry_per_key_would(
             _, task_index, start, count = operation
             dispatcher.enqueue_block(_TASKS[task_index], start, start + count)
             if count:
-                reference.extend((-task_index, arrival, place, f"t{task_index}", start + place) for place in range(count))
+                reference.extend(
+                    (-task_index, arrival, place, f"t{task_index}", start + place) for place in range(count)
+                )
                 arrival += 1
         else:
             dispatcher.limit += operation[1]
