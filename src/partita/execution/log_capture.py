@@ -4,9 +4,10 @@ The attempt whose body runs in this thread or task names its log: a sync
 body's worker thread activates the attempt's `AttemptScope` (its log is made
 at the first line), and the body wrappers here set a context variable around
 async bodies and bodies in worker processes. Several bodies at once thus
-each keep their own lines. One handler on the ``partita.asset`` logger reads it; records logged
-outside any attempt are left to the user's handlers, untouched. Handlers the
-user attached still get every record: the handler only adds a copy.
+each keep their own lines. One handler on the ``partita.asset`` logger
+finds the log (`current_log`); records logged outside any attempt are left
+to the user's handlers, untouched. Handlers the user attached still get
+every record: the handler only adds a copy.
 
 With output capture, ``sys.stdout`` and ``sys.stderr`` are wrapped while a
 capturing run runs; a write from a body is kept as lines of its attempt, any
