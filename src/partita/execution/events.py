@@ -83,19 +83,57 @@ class ExecutionObserver(Protocol):
 
 
 class ObserverFanout:
-    """Delivers each event to every observer, isolating their failures."""
+    """Delivers each event to every observer, isolating their failures.
 
-    __slots__ = ("_observers",)
+    Two per-attempt events cost the scheduler an object each; observers of
+    partita's own may say what they do not need. One whose class sets
+    ``wants_attempt_starts = False`` gets no `AttemptStarted`, and one with an
+    ``on_attempt_finished(result)`` method gets the result itself instead of
+    an `AttemptFinished`. The store's journal does both: with only it
+    watching, an attempt makes neither event (about 2 µs of the run's own
+    thread per attempt).
+    """
+
+    __slots__ = ("_observers", "_starters", "_finished", "active", "starts")
 
     def __init__(self, observers: Sequence[ExecutionObserver]) -> None:
         self._observers = tuple(observers)
+        self._starters = tuple(observer for observer in observers if getattr(observer, "wants_attempt_starts", True))
+        #: Each observer with its ``on_attempt_finished`` (None: it gets the event).
+        self._finished = tuple((observer, getattr(observer, "on_attempt_finished", None)) for observer in observers)
+        #: Whether anyone observes the run (a plain attribute: read once per attempt).
+        self.active = bool(self._observers)
+        #: Whether any observer wants `AttemptStarted` (`attempt_started`).
+        self.starts = bool(self._starters)
 
     def __bool__(self) -> bool:
-        return bool(self._observers)
+        return self.active
 
     def emit(self, event: ExecutionEvent) -> None:
-        for observer in self._observers:
+        self._deliver(self._observers, event)
+
+    def attempt_started(self, event: AttemptStarted) -> None:
+        """Tell the observers that want it that an invocation started."""
+        self._deliver(self._starters, event)
+
+    @staticmethod
+    def _deliver(observers: tuple[ExecutionObserver, ...], event: ExecutionEvent) -> None:
+        for observer in observers:
             try:
                 observer.on_event(event)
+            except Exception:  # noqa: BLE001 - an observer must not change the run
+                _log.exception("execution observer %r raised; the run continues", observer)
+
+    def attempt_finished(self, run_id: str, result: AttemptResult) -> None:
+        """Tell every observer that an attempt ended with ``result`` (as an `AttemptFinished`, or the result)."""
+        event = None
+        for observer, direct in self._finished:
+            try:
+                if direct is not None:
+                    direct(result)
+                else:
+                    if event is None:
+                        event = AttemptFinished(run_id, result)
+                    observer.on_event(event)
             except Exception:  # noqa: BLE001 - an observer must not change the run
                 _log.exception("execution observer %r raised; the run continues", observer)

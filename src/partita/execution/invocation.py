@@ -216,8 +216,8 @@ class Invoker:
             )
         if definition.context_parameter is not None:
             kwargs[definition.context_parameter] = self._context(task, key_index, invocation, emitter, collector)
-        if self._observers:
-            self._observers.emit(
+        if self._observers.starts:
+            self._observers.attempt_started(
                 AttemptStarted(
                     self._run_id, task.name, key_index, task.keys[key_index], task.partitioned, invocation, started
                 )

@@ -15,7 +15,7 @@ from typing import Any
 from partita.events.emission import EventLog
 from partita.execution.admission import GroupGate
 from partita.execution.discovery import FanOut, discovery_event
-from partita.execution.events import AttemptFinished, ObserverFanout
+from partita.execution.events import ObserverFanout
 from partita.execution.graph import Edge, TaskState, Token
 from partita.execution.inputs import OutputRelease
 from partita.execution.reuse import OutputReuse
@@ -174,8 +174,8 @@ class Readiness:
         """Record a terminal attempt and count it against its consumers."""
         task.results[key_index] = result
         self.remaining -= 1
-        if self._observers:
-            self._observers.emit(AttemptFinished(self._run_id, result))
+        if self._observers.active:
+            self._observers.attempt_finished(self._run_id, result)
         if self.release is not None:
             self.release.settled(task, key_index, result)
         group = task.group

@@ -18,7 +18,7 @@ from partita.events.model import EmissionReceipt
 from partita.execution.admission import ResourceGate
 from partita.execution.attempt_logs import RunLogs
 from partita.execution.discovery import FanOut
-from partita.execution.events import AttemptFinished, ObserverFanout
+from partita.execution.events import ObserverFanout
 from partita.execution.graph import TaskState, Token
 from partita.execution.readiness import attempt_result
 from partita.planning.plan import FlowPlan
@@ -152,7 +152,7 @@ class RunResultBuilder:
                         **fields,
                     )
                     task.results[key_index] = ended
-                    self._observers.emit(AttemptFinished(self._run_id, ended))
+                    self._observers.attempt_finished(self._run_id, ended)
 
     def _unfinished_invocations(self, token: Token, cut_short: FailureInfo) -> tuple[Invocation, ...]:
         """Earlier invocations, plus the one the run's end cut short (``cut_short``) if the body had started.

@@ -36,7 +36,7 @@ from partita.execution.cancellation import RunCancellation
 from partita.execution.events import AttemptFinished, AttemptRetrying, ExecutionEvent
 from partita.execution.journal import RunningAttempt
 from partita.planning.plan import FlowPlan
-from partita.results.model import AttemptStatus, RunResult
+from partita.results.model import AttemptResult, AttemptStatus, RunResult
 from partita.results.plain_success import plain_success_times
 from partita.results.record import AttemptRecord, InvocationRecord, attempt_record_of, run_header_of
 from partita.store.journal_rows import key_text_of, outlet_row, success_row
@@ -225,13 +225,23 @@ class StoreJournal:
         self._last_heartbeat = time.time()
         _flusher.add(self)
 
+    #: Running attempts are read when a flush lists them (`running`): no event per start.
+    wants_attempt_starts = False
+
     def on_event(self, event: ExecutionEvent) -> None:
         if type(event) is AttemptFinished:
-            # The result, which the run keeps anyway, not the event: buffered until the next flush, events
-            # outlived the collector's young generations and made its full collections come sooner.
             self._buffer.append(event.attempt)
         elif type(event) is AttemptRetrying:
             self._buffer.append(event)
+
+    def on_attempt_finished(self, result: AttemptResult) -> None:
+        """Buffer the result (`ObserverFanout` passes it without an `AttemptFinished`) until the next flush.
+
+        The result, which the run keeps anyway, not an event: buffered until
+        the next flush, events outlived the collector's young generations and
+        made its full collections come sooner.
+        """
+        self._buffer.append(result)
 
     def _tick(self) -> None:
         """One periodic flush (and heartbeat when due), on the flusher thread."""
