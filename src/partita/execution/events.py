@@ -90,8 +90,8 @@ class ObserverFanout:
     ``wants_attempt_starts = False`` gets no `AttemptStarted`, and one with an
     ``on_attempt_finished(result)`` method gets the result itself instead of
     an `AttemptFinished`. The store's journal does both: with only it
-    watching, an attempt makes neither event (about 2 µs of the run's own
-    thread per attempt).
+    watching, an attempt makes neither event (1.5 and 0.3 µs, measured
+    alone).
     """
 
     __slots__ = ("_observers", "_starters", "_finished", "active", "starts")
