@@ -5,6 +5,9 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
+import time
+
+import pytest
 
 import partita as p
 from partita.events.emission import activate, deactivate
@@ -121,3 +124,113 @@ def test_outside_attempts_wins_over_the_threads_scope() -> None:
     finally:
         deactivate(token)
     assert current_log() is None  # no scope active: outside any attempt
+
+
+class _OwnThreadExecutor:
+    """A user's in-process executor (docs/execution.md): each body on a thread of its own."""
+
+    runs_async_bodies = False
+
+    def __init__(self, activate_emitter: bool) -> None:
+        self._activate = activate_emitter
+
+    def start(self, loop, deliver, max_workers) -> None:
+        self._loop, self._deliver = loop, deliver
+
+    def submit(self, token, fn, kwargs, asset_name, emitter=None) -> None:
+        def run() -> None:
+            active = activate(emitter) if self._activate else None
+            started = time.time()
+            try:
+                value, succeeded = fn(**kwargs), True
+            except BaseException as exc:  # noqa: BLE001 - the attempt's failure
+                value, succeeded = exc, False
+            finally:
+                if active is not None:
+                    deactivate(active)
+            self._loop.call_soon_threadsafe(self._deliver, [(token, succeeded, value, started, time.time())])
+
+        threading.Thread(target=run).start()
+
+    def shutdown(self, wait=None) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("activate_emitter", [True, False])
+def test_an_executor_of_the_users_own_still_gets_each_body_in_a_log_scope(activate_emitter, capsys) -> None:
+    registry = p.AssetRegistry()
+
+    @p.asset(registry=registry)
+    def talks(context) -> None:
+        context.logger.info("hello")
+        print("partial", end="")
+
+    flow = p.Flow(["talks"], registry=registry, executor=_OwnThreadExecutor(activate_emitter), log_capture=True)
+    result = flow.run()
+
+    assert result.succeeded
+    assert [(line.stream, line.message) for line in result.logs("talks")] == [
+        (p.LogStream.LOG, "hello"),
+        (p.LogStream.STDOUT, "partial"),
+    ]
+    assert capsys.readouterr().out == ""
+
+
+def test_a_thread_an_earlier_invocation_left_running_does_not_take_over_the_retrys_lines() -> None:
+    registry = p.AssetRegistry()
+    go, done = threading.Event(), threading.Event()
+    logger = logging.getLogger("partita.asset.job")
+
+    @p.asset(registry=registry, retry=p.RetryPolicy(max_attempts=2, delay=0.0))
+    def job(context) -> None:
+        if context.invocation_number == 1:
+
+            def late() -> None:
+                go.wait(WAIT)
+                logger.info("late line from the first invocation's thread")
+                done.set()
+
+            threading.Thread(target=contextvars.copy_context().run, args=(late,), daemon=True).start()
+            raise RuntimeError("the first invocation fails, logging nothing")
+        logger.info("second a")
+        logger.info("second b")
+        go.set()
+        done.wait(WAIT)
+        logger.info("second c")
+
+    result = p.Flow(["job"], registry=registry, log_capture=p.LogCapture(head=1, tail=10)).run()
+
+    assert result.succeeded
+    assert [(line.invocation, line.message) for line in result.logs("job")] == [
+        (2, "second a"),
+        (2, "second b"),
+        (2, "second c"),
+    ]
+
+
+def test_a_failure_while_ending_the_bodys_log_fails_the_attempt_and_never_hangs_the_run() -> None:
+    registry = p.AssetRegistry()
+
+    class Quits:
+        def on_event(self, event) -> None:
+            pass
+
+        def on_log(self, line, key_text) -> None:
+            if line.message == "tail":
+                raise SystemExit("the listener quits")
+
+    @p.asset(registry=registry)
+    def job() -> None:
+        print("tail", end="")  # kept, and shown, only when the invocation ends
+
+    outcome: list[p.RunResult] = []
+    runner = threading.Thread(
+        target=lambda: outcome.append(p.Flow(["job"], registry=registry, log_capture=True).run(observers=[Quits()])),
+        daemon=True,
+    )
+    runner.start()
+    runner.join(WAIT)
+
+    assert outcome, "the run hung"
+    assert outcome[0].status is p.RunStatus.FAILED
+    assert outcome[0].tasks["job"].attempts[0].failure.type == "builtins.SystemExit"

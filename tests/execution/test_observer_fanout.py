@@ -1,11 +1,13 @@
-"""Observers that need less: no `AttemptStarted` for one that does not want it, the result itself for one that takes it."""
+"""Observers that need less (`ResultObserver`): no `AttemptStarted`, each result itself; users' observers get every event."""
 
 from __future__ import annotations
 
 import datetime as dt
+import re
+from unittest import mock
 
 import partita as p
-from partita.execution.events import ObserverFanout
+from partita.execution.events import ObserverFanout, ResultObserver
 
 DAYS = p.DatePartitionDef()
 KEYS = [dt.date(2026, 8, 8) + dt.timedelta(days=offset) for offset in range(5)]
@@ -21,10 +23,8 @@ class Everything:
         self.events.append(event)
 
 
-class ResultsOnly:
+class ResultsOnly(ResultObserver):
     """Like the store's journal: no start events, each finished attempt's result itself."""
-
-    wants_attempt_starts = False
 
     def __init__(self, fail: bool = False) -> None:
         self.events: list[object] = []
@@ -94,3 +94,27 @@ def test_the_fanout_says_who_listens() -> None:
     assert not ObserverFanout([]).active and not ObserverFanout([]).starts
     assert ObserverFanout([ResultsOnly()]).active and not ObserverFanout([ResultsOnly()]).starts
     assert ObserverFanout([ResultsOnly(), Everything()]).starts
+
+
+class Dispatching:
+    """A user's observer that routes each event to an ``on_<snake_case>`` method of its own."""
+
+    def __init__(self) -> None:
+        self.finished: list[p.AttemptStatus] = []
+
+    def on_event(self, event: object) -> None:
+        name = "on_" + re.sub(r"(?<!^)(?=[A-Z])", "_", type(event).__name__).lower()
+        getattr(self, name, lambda _: None)(event)
+
+    def on_attempt_finished(self, event: p.AttemptFinished) -> None:
+        self.finished.append(event.attempt.status)
+
+
+def test_users_observers_get_every_event_whatever_their_other_methods_are_named() -> None:
+    dispatching, anything = Dispatching(), mock.Mock()
+    result = _chain().run({"partition_keys": KEYS}, observers=[dispatching, anything])
+
+    assert result.succeeded
+    assert dispatching.finished == [p.AttemptStatus.SUCCESS] * (2 * len(KEYS))
+    kinds = [type(call.args[0]).__name__ for call in anything.on_event.call_args_list]
+    assert kinds.count("AttemptStarted") == kinds.count("AttemptFinished") == 2 * len(KEYS)

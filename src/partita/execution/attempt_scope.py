@@ -43,8 +43,9 @@ class AttemptScope(LazyEmitter):
         self._arguments = (task, key_index, invocation)
         self._emitter = None
         self._logs = logs
-        self._opened: list[AttemptLog] = []
-        #: The attempt's log once a line was written (the worker ends its invocation after the body).
+        #: The logs made for this scope, in the order made (the first is its log); None: the body ended first.
+        self._opened: list[AttemptLog | None] = []
+        #: The attempt's log once a line was written.
         self.log: AttemptLog | None = None
 
     def attempt_log(self) -> AttemptLog:
@@ -60,15 +61,32 @@ class AttemptScope(LazyEmitter):
         log = self.log
         if log is None:
             opened = self._opened
-            if not opened:
-                task, key_index, invocation = self._arguments
-                opened.append(
-                    self._logs.for_attempt(
-                        task.name, key_index, task.keys[key_index], invocation, key_formatter(task.definition)
-                    )
-                )
-            log = self.log = opened[0]
+            if all(made is None for made in opened):
+                opened.append(self._make(ended=bool(opened)))
+            log = self.log = next(made for made in opened if made is not None)
         return log
+
+    def _make(self, ended: bool) -> AttemptLog:
+        """The invocation's log; once the body has ended, a log of its own for a thread the body left running.
+
+        The attempt's log may by then be a later invocation's (a retry): a
+        late writer must not take it over and number the retry's lines as its own.
+        """
+        task, key_index, invocation = self._arguments
+        key, format_key = task.keys[key_index], key_formatter(task.definition)
+        if ended:
+            log = AttemptLog(self._logs, task.name, key_index, key, format_key)
+            log.invocation = invocation
+            return log
+        return self._logs.for_attempt(task.name, key_index, key, invocation, format_key)
+
+    def end(self, clock: Callable[[], float]) -> None:
+        """The body returned or raised: end its invocation's log, if a line made one."""
+        log = self.log
+        if log is None:
+            self._opened.append(None)
+        else:
+            log.end_invocation(clock)
 
 
 def current_log() -> AttemptLog | None:

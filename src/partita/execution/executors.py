@@ -48,6 +48,9 @@ class InProcessExecutor:
     """Sync bodies on worker threads of this process; async bodies on the loop."""
 
     runs_async_bodies = False
+    #: A sync body's emitter may be an `AttemptScope`: the worker ends its log after the body. Another
+    #: executor gets each sync body wrapped in a log scope of its own instead.
+    runs_attempt_scopes = True
 
     def __init__(self) -> None:
         self._workers: ThreadWorkers | None = None

@@ -132,6 +132,7 @@ class Invoker:
         "_run_id",
         "_executor",
         "_runs_async_bodies",
+        "_runs_attempt_scopes",
         "_emitter",
         "_observers",
         "_fan_out",
@@ -171,6 +172,7 @@ class Invoker:
         self._run_id = run_id
         self._executor = executor
         self._runs_async_bodies = executor.runs_async_bodies
+        self._runs_attempt_scopes = getattr(executor, "runs_attempt_scopes", False)
         self._emitter = emitters.for_attempt
         self._observers = observers
         self._fan_out = fan_out
@@ -194,14 +196,14 @@ class Invoker:
         self.in_flight[(task, key_index)] = started
         kwargs = inputs_for(task, key_index)
         emitter: Any
-        # A body wrapped in a log scope: an async one, or any in a worker process; a sync one here has its scope.
-        wrapped_log = self._logs is not None and (definition.is_async or self._runs_async_bodies)
+        # A sync body on partita's worker threads runs under its attempt scope; any other is wrapped in a log scope.
+        scoped = self._runs_attempt_scopes and not definition.is_async and self._logs is not None
         if self._runs_async_bodies:
             emitter = self._emitter(task, key_index, invocation)  # crosses a process boundary: built now
-        elif wrapped_log or self._logs is None:
-            emitter = LazyEmitter(self._emitter, task, key_index, invocation)
-        else:
+        elif scoped:
             emitter = AttemptScope(self._emitter, self._logs, task, key_index, invocation)
+        else:
+            emitter = LazyEmitter(self._emitter, task, key_index, invocation)
         fn = definition.fn
         collector = None
         if task.discovers:
@@ -209,10 +211,10 @@ class Invoker:
             collector = self._fan_out.collector_for(task)
             runner = run_discovering_body_async if definition.is_async else run_discovering_body
             fn = functools.partial(runner, definition.fn, collector)
-        if wrapped_log:
+        if self._logs is not None and not scoped:
             fn = wrap_body(
-                self._logs, task.name, key_index, task.keys[key_index], invocation, fn,  # type: ignore[arg-type]
-                remote=self._runs_async_bodies, format_key=key_formatter(definition),
+                self._logs, task.name, key_index, task.keys[key_index], invocation, fn,
+                is_async=definition.is_async, remote=self._runs_async_bodies, format_key=key_formatter(definition),
             )
         if definition.context_parameter is not None:
             kwargs[definition.context_parameter] = self._context(task, key_index, invocation, emitter, collector)

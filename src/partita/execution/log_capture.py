@@ -172,6 +172,15 @@ def uninstall(capture: LogCapture) -> None:
                     setattr(sys, name, stream._original)
 
 
+def _capture_sync(log: AttemptLog, fn: Callable[..., Any], /, **kwargs: Any) -> Any:
+    token = current_attempt_log.set(log)
+    try:
+        return fn(**kwargs)
+    finally:
+        current_attempt_log.reset(token)
+        log.end_invocation(time.time)
+
+
 async def _capture_async(log: AttemptLog, fn: Callable[..., Any], /, **kwargs: Any) -> Any:
     token = current_attempt_log.set(log)  # the task's own context: other tasks keep theirs
     try:
@@ -229,15 +238,15 @@ def _capture_remote(scope: _RemoteScope, fn: Callable[..., Any], /, **kwargs: An
 
 def wrap_body(
     logs: RunLogs, asset: str, index: int, partition_key: Any, invocation: int, fn: Callable[..., Any], *,
-    remote: bool, format_key: Callable[[Any], str] | None = None,
+    is_async: bool, remote: bool, format_key: Callable[[Any], str] | None = None,
 ) -> Callable[..., Any]:
-    """``fn`` run inside its attempt's log scope: an async body here, or any body in a worker process (``remote``).
+    """``fn`` run inside its attempt's log scope: in this process, or in a worker process (``remote``).
 
-    A sync body here needs none: its worker thread activates its `AttemptScope`.
+    A sync body on partita's own worker threads needs none: the worker activates its `AttemptScope`.
     """
     log = logs.for_attempt(asset, index, partition_key, invocation, format_key)
     if remote:
         key_text = log.key_text if logs.annotate else None
         scope = _RemoteScope(asset, index, invocation, logs.capture, logs.echo_warnings, key_text)
         return functools.partial(_capture_remote, scope, fn)
-    return functools.partial(_capture_async, log, fn)
+    return functools.partial(_capture_async if is_async else _capture_sync, log, fn)

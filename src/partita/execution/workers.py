@@ -293,14 +293,16 @@ class ThreadWorkers:
             active = activate(emitter)
             started = clock()
             try:
-                value = fn(**kwargs)
+                try:
+                    value = fn(**kwargs)
+                finally:
+                    if emitter.__class__ is AttemptScope:
+                        emitter.end(clock)  # its last unfinished line is kept; a failure here fails the attempt
                 succeeded = True
             except BaseException as exc:  # noqa: BLE001 - recorded as the attempt's failure
                 value, succeeded = exc, False
             finished = clock()
             deactivate(active)
-            if emitter.__class__ is AttemptScope and emitter.log is not None:
-                emitter.log.end_invocation(clock)  # the body wrote lines: keep any unfinished one
             if succeeded and lock is not None:
                 job = lock.offer((token, True, value, started, finished))
             else:

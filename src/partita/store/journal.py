@@ -33,7 +33,7 @@ from typing import Any
 from partita.definitions.launch import LaunchKind, RunLaunch
 from partita.execution.attempt_logs import RunLogs
 from partita.execution.cancellation import RunCancellation
-from partita.execution.events import AttemptFinished, AttemptRetrying, ExecutionEvent
+from partita.execution.events import AttemptFinished, AttemptRetrying, ExecutionEvent, ResultObserver
 from partita.execution.journal import RunningAttempt
 from partita.planning.plan import FlowPlan
 from partita.results.model import AttemptResult, AttemptStatus, RunResult
@@ -138,7 +138,7 @@ class _Rows:
         return bool(self.records or self.attempts)
 
 
-class StoreJournal:
+class StoreJournal(ResultObserver):
     """Records one run in a `Store`; create one per run.
 
     With a ``cancellation`` (the run's `RunOptions.cancellation`), a cancel
@@ -225,9 +225,6 @@ class StoreJournal:
         self._last_heartbeat = time.time()
         _flusher.add(self)
 
-    #: Running attempts are read when a flush lists them (`running`): no event per start.
-    wants_attempt_starts = False
-
     def on_event(self, event: ExecutionEvent) -> None:
         if type(event) is AttemptFinished:
             self._buffer.append(event.attempt)
@@ -235,7 +232,7 @@ class StoreJournal:
             self._buffer.append(event)
 
     def on_attempt_finished(self, result: AttemptResult) -> None:
-        """Buffer the result (`ObserverFanout` passes it without an `AttemptFinished`) until the next flush.
+        """Buffer the result until the next flush (running attempts are listed then: no event per start).
 
         The result, which the run keeps anyway, not an event: buffered until
         the next flush, events outlived the collector's young generations and
