@@ -11,8 +11,8 @@ import pytest
 
 import partita as p
 from partita.events.emission import activate, deactivate
-from partita.execution.attempt_logs import OUTSIDE_ATTEMPTS, current_attempt_log
-from partita.execution.attempt_scope import AttemptScope, current_log
+from partita.execution.attempt_logs import OUTSIDE_ATTEMPTS, current_attempt_log, current_log
+from partita.execution.attempt_scope import AttemptScope
 
 DAYS = p.DatePartitionDef()
 KEYS = ["2026-08-08", "2026-08-09", "2026-08-10"]

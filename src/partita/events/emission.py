@@ -11,7 +11,6 @@ number: emitting it again returns the first receipt with ``duplicate=True``.
 
 from __future__ import annotations
 
-import contextvars
 import datetime as dt
 import itertools
 import re
@@ -20,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from partita.errors import EmissionError
+from partita.events.active import activate, active_emitter, deactivate
 from partita.events.extra import (
     EMPTY_EXTRA,
     MAX_EXTRA_BYTES,
@@ -58,7 +58,6 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: Asset name -> its partition definition (None: unpartitioned). Picklable, unlike a registry.
 Catalog = Mapping[str, PartitionDef | None]
 
-_active: contextvars.ContextVar[Any] = contextvars.ContextVar("partita_active_emitter")
 
 
 def _asset_name(asset: Any) -> str:
@@ -419,20 +418,6 @@ def resolve_emitter(emitter: Emitter | LazyEmitter) -> Emitter:
     return emitter.resolve()
 
 
-def activate(emitter: Emitter | LazyEmitter | None) -> contextvars.Token[Any]:
-    """Make ``emitter`` the one `partita.emit` uses in this thread or task."""
-    return _active.set(emitter)  # type: ignore[arg-type]
-
-
-def deactivate(token: contextvars.Token[Any]) -> None:
-    _active.reset(token)
-
-
-def active_emitter() -> Any:
-    """What `activate` made the producer of this thread or task (an emitter, or what stands for one); None if nothing."""
-    return _active.get(None)
-
-
 def _unavailable_emitter(catalog: Catalog, *state: Any) -> Emitter:
     return Emitter(_NoStoreInWorker(), catalog, *state)
 
@@ -472,7 +457,7 @@ def emit(
     Outside a running body or callback (for example at import time) it
     raises EmissionError: there is no producer to attribute the event to.
     """
-    active = _active.get(None)
+    active = active_emitter()
     emitter = None if active is None else resolve_emitter(active)
     if emitter is None:
         raise EmissionError(

@@ -27,9 +27,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from partita.events.active import active_emitter
 from partita.results.logs import LogCapture, LogLine, LogRow, LogStream
 
-__all__ = ["OUTSIDE_ATTEMPTS", "AttemptLog", "LogBatch", "LogCut", "LogListener", "RunLogs", "current_attempt_log"]
+__all__ = [
+    "OUTSIDE_ATTEMPTS", "AttemptLog", "LogBatch", "LogCut", "LogListener", "LogScope", "RunLogs", "current_attempt_log",
+    "current_log",
+]  # fmt: skip
 
 _log = logging.getLogger("partita.execution")
 
@@ -38,6 +42,24 @@ OUTSIDE_ATTEMPTS: Any = object()
 #: The log of the attempt whose body runs in this task or worker process (set by the body wrappers of
 #: `log_capture`). None: ask the thread's attempt scope (`attempt_scope.current_log`); or `OUTSIDE_ATTEMPTS`.
 current_attempt_log: contextvars.ContextVar[Any] = contextvars.ContextVar("partita_attempt_log", default=None)
+
+
+class LogScope:
+    """What a thread's active emitter is when it also names its attempt's log (`attempt_scope.AttemptScope`)."""
+
+    __slots__ = ()
+
+    def attempt_log(self) -> AttemptLog:
+        raise NotImplementedError
+
+
+def current_log() -> AttemptLog | None:
+    """The log of the attempt whose body runs in this thread or task; None outside any."""
+    log = current_attempt_log.get()
+    if log is None:
+        scope = active_emitter()
+        return scope.attempt_log() if isinstance(scope, LogScope) else None
+    return None if log is OUTSIDE_ATTEMPTS else log
 
 
 @runtime_checkable

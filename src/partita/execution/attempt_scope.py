@@ -9,9 +9,9 @@ line. Wrapping each body in a log scope of its own (a wrapper call, a
 second context variable and a log object per attempt) cost about 2 µs of
 a no-op attempt's 12.
 
-Async bodies and bodies in worker processes keep their own log scope
-(`log_capture`): `current_attempt_log` names their log, and `current_log`
-asks it first.
+Async bodies, bodies in worker processes and bodies that another executor
+runs keep a log scope of their own (`log_capture`): `current_attempt_log`
+names their log, and `attempt_logs.current_log` asks it first.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from partita.events.emission import Emitter, LazyEmitter, active_emitter
-from partita.execution.attempt_logs import OUTSIDE_ATTEMPTS, AttemptLog, RunLogs, current_attempt_log
+from partita.events.emission import Emitter, LazyEmitter
+from partita.execution.attempt_logs import AttemptLog, LogScope, RunLogs
 
-__all__ = ["AttemptScope", "current_log", "key_formatter"]
+__all__ = ["AttemptScope", "key_formatter"]
 
 
 def key_formatter(definition: Any) -> Callable[[Any], str] | None:
@@ -30,7 +30,7 @@ def key_formatter(definition: Any) -> Callable[[Any], str] | None:
     return None if definition.partition_def is None else definition.partition_def.format_key
 
 
-class AttemptScope(LazyEmitter):
+class AttemptScope(LazyEmitter, LogScope):
     """An attempt's emitter (made on first emit) and log (made at its first line), for a sync body on a worker."""
 
     __slots__ = ("_logs", "_opened", "log")
@@ -87,12 +87,3 @@ class AttemptScope(LazyEmitter):
             self._opened.append(None)
         else:
             log.end_invocation(clock)
-
-
-def current_log() -> AttemptLog | None:
-    """The log of the attempt whose body runs in this thread or task; None outside any."""
-    log = current_attempt_log.get()
-    if log is None:
-        scope = active_emitter()
-        return scope.attempt_log() if scope.__class__ is AttemptScope else None
-    return None if log is OUTSIDE_ATTEMPTS else log

@@ -27,8 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from partita.execution.attempt_logs import OUTSIDE_ATTEMPTS, AttemptLog, RunLogs, current_attempt_log
-from partita.execution.attempt_scope import current_log
+from partita.execution.attempt_logs import OUTSIDE_ATTEMPTS, AttemptLog, RunLogs, current_attempt_log, current_log
 from partita.execution.worker_async import run_coroutine
 from partita.results.logs import LogCapture, LogRow, LogStream
 
