@@ -61,9 +61,10 @@ class AttemptScope(LazyEmitter, LogScope):
         log = self.log
         if log is None:
             opened = self._opened
-            if all(made is None for made in opened):
+            if not opened or (len(opened) == 1 and opened[0] is None):
                 opened.append(self._make(ended=bool(opened)))
-            log = self.log = next(made for made in opened if made is not None)
+            # [log, …], or [None, log, …] when the body ended first (then the worker's None may also follow).
+            log = self.log = opened[0] if opened[0] is not None else opened[1]
         return log
 
     def _make(self, ended: bool) -> AttemptLog:
