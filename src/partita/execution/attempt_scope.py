@@ -63,7 +63,7 @@ class AttemptScope(LazyEmitter, LogScope):
             opened = self._opened
             if not opened or (len(opened) == 1 and opened[0] is None):
                 opened.append(self._make(ended=bool(opened)))
-            # [log, …], or [None, log, …] when the body ended first (then the worker's None may also follow).
+            # [log, …] (the worker's None may follow it), or [None, log, …] when the body ended first.
             log = self.log = opened[0] if opened[0] is not None else opened[1]
         return log
 
