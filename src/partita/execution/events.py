@@ -134,7 +134,7 @@ class ObserverFanout:
             try:
                 observer.on_event(event)
             except Exception:  # noqa: BLE001 - an observer must not change the run
-                _log.exception("execution observer %r raised; the run continues", observer)
+                _observer_failed(observer)
 
     def attempt_finished(self, run_id: str, result: AttemptResult) -> None:
         """Tell every observer that an attempt ended with ``result`` (as an `AttemptFinished`, or the result)."""
@@ -148,4 +148,9 @@ class ObserverFanout:
                         event = AttemptFinished(run_id, result)
                     observer.on_event(event)
             except Exception:  # noqa: BLE001 - an observer must not change the run
-                _log.exception("execution observer %r raised; the run continues", observer)
+                _observer_failed(observer)
+
+
+def _observer_failed(observer: object) -> None:
+    """Log the exception an observer raised (inside its ``except``): the run goes on."""
+    _log.exception("execution observer %r raised; the run continues", observer)

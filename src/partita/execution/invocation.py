@@ -132,7 +132,7 @@ class Invoker:
         "_run_id",
         "_executor",
         "_runs_async_bodies",
-        "_runs_attempt_scopes",
+        "_scoped_sync_bodies",
         "_emitter",
         "_observers",
         "_fan_out",
@@ -172,13 +172,14 @@ class Invoker:
         self._run_id = run_id
         self._executor = executor
         self._runs_async_bodies = executor.runs_async_bodies
-        self._runs_attempt_scopes = getattr(executor, "runs_attempt_scopes", False)
         self._emitter = emitters.for_attempt
         self._observers = observers
         self._fan_out = fan_out
         self._retry_history = retry_history
         self._triggering_events = triggering_events
         self._logs = logs
+        #: A sync body on partita's worker threads runs under its attempt scope; any other is wrapped in a log scope.
+        self._scoped_sync_bodies = logs is not None and getattr(executor, "runs_attempt_scopes", False)
         self._dispatcher = dispatcher
         self._succeeded = succeeded
         self._failed = failed
@@ -196,8 +197,7 @@ class Invoker:
         self.in_flight[(task, key_index)] = started
         kwargs = inputs_for(task, key_index)
         emitter: Any
-        # A sync body on partita's worker threads runs under its attempt scope; any other is wrapped in a log scope.
-        scoped = self._runs_attempt_scopes and not definition.is_async and self._logs is not None
+        scoped = self._scoped_sync_bodies and not definition.is_async
         if self._runs_async_bodies:
             emitter = self._emitter(task, key_index, invocation)  # crosses a process boundary: built now
         elif scoped:

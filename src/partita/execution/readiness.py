@@ -100,17 +100,13 @@ class Readiness:
         """Release the attempts that wait on nothing."""
         # Collect roots first: settling one root can cascade skips into
         # attempts that must not be visited a second time here.
-        whole = [self._plain_roots(task) for task in self.tasks]
-        roots = [
-            (task, k)
-            for task, as_block in zip(self.tasks, whole, strict=True)
-            if not as_block
-            for k in range(task.size)
-            if task.pending[k] == 0
-        ]
-        for task, as_block in zip(self.tasks, whole, strict=True):
-            if as_block:
+        # A block only joins the queue: it settles nothing, so it may go in while roots are collected.
+        roots: list[tuple[TaskState, int]] = []
+        for task in self.tasks:
+            if self._plain_roots(task):
                 self._enqueue_block(task, 0, task.size)
+            else:
+                roots.extend((task, k) for k in range(task.size) if task.pending[k] == 0)
         for task, key_index in roots:
             self.became_ready(task, key_index)
 

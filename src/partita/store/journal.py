@@ -33,7 +33,7 @@ from typing import Any
 from partita.definitions.launch import LaunchKind, RunLaunch
 from partita.execution.attempt_logs import RunLogs
 from partita.execution.cancellation import RunCancellation
-from partita.execution.events import AttemptFinished, AttemptRetrying, ExecutionEvent, ResultObserver
+from partita.execution.events import AttemptRetrying, ExecutionEvent, ResultObserver
 from partita.execution.journal import RunningAttempt
 from partita.planning.plan import FlowPlan
 from partita.results.model import AttemptResult, AttemptStatus, RunResult
@@ -226,9 +226,7 @@ class StoreJournal(ResultObserver):
         _flusher.add(self)
 
     def on_event(self, event: ExecutionEvent) -> None:
-        if type(event) is AttemptFinished:
-            self._buffer.append(event.attempt)
-        elif type(event) is AttemptRetrying:
+        if type(event) is AttemptRetrying:
             self._buffer.append(event)
 
     def on_attempt_finished(self, result: AttemptResult) -> None:
