@@ -27,6 +27,7 @@ from partita.store.schema import event_ids_text
 from partita.store.triggers import TriggerRequest
 
 if TYPE_CHECKING:
+    from partita.automation.events_ahead import EventsAhead
     from partita.flow import Flow
     from partita.planning.plan import FlowPlan
     from partita.store.sql import SqlStore
@@ -43,6 +44,7 @@ class TriggerEvaluator(Protocol):
 
     flow: Flow
     store: SqlStore
+    events_ahead: EventsAhead
 
     @property
     def consumer_def(self) -> Any: ...
@@ -176,7 +178,7 @@ def _config(evaluator: TriggerEvaluator, requests: Sequence[TriggerRequest]) -> 
 def _triggering_events(evaluator: TriggerEvaluator, requests: Sequence[TriggerRequest]) -> Any:
     """One request's events; for a batch, each consumer key's own events."""
     ids = [event_id for request in requests for event_id in request.event_ids]
-    found = evaluator.store.list_events_by_ids(ids) if ids else []
+    found = evaluator.events_ahead.events(evaluator.store, ids) if ids else []
     if len(requests) == 1:
         return found
     by_id = {event.id: event for event in found}

@@ -22,6 +22,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from partita.automation.consumer_runs import run_request
+from partita.automation.events_ahead import EventsAhead
 from partita.automation.schedules import scheduled_key
 from partita.automation.triggers import CronPartitions, OnAssetEvents
 from partita.errors import PartitaError, PlanningError
@@ -101,6 +102,8 @@ class TriggerEvaluator:
         #: One-key runs' pending requests read ahead of the free slots, oldest first (`due_runs`).
         self._ahead: list[TriggerRequest] = []
         self._ahead_stale = False
+        #: The events of the requests read ahead, for their runs (`consumer_runs`).
+        self.events_ahead = EventsAhead()
         #: One-key requests whose claim at their run's start was lost (`claim_lost`): claimed before
         #: their run from now on, so that a request events keep joining still runs.
         self._contended: set[int] = set()
@@ -313,6 +316,7 @@ class TriggerEvaluator:
         batches.extend(pending[start : start + size] for start in range(0, len(pending), size))
         if size == 1:
             self._ahead = [request for (request,) in batches[runs:] if request.status == "pending"]
+            self.events_ahead.read_ahead(self.store, (request for (request,) in batches))
         return batches[:runs]
 
     def _recover(self, claimed: TriggerRequest, now: float, record: bool) -> TriggerRequest | None:
