@@ -91,9 +91,9 @@ class _Wakeup:
             self._writer.send(b"\0")
 
     def clear(self) -> None:
+        # One read: bytes beyond it keep the socket readable, so the next wait ends at once and reads them.
         with contextlib.suppress(OSError):
-            while self._reader.recv(4096):
-                pass
+            self._reader.recv(4096)
 
     def close(self) -> None:
         self._reader.close()
@@ -337,16 +337,20 @@ class TriggerDaemon:
         waking for every commit of a busy producer.
         """
         assert self._wakeup is not None
+        wakeup = self._wakeup.fileno()
+        ready: list[int] = [wakeup]  # the listener does not say what woke it: read the wake-up anyway
         if announced:
-            select.select([self._wakeup.fileno()], [], [], timeout)
+            ready = select.select([wakeup], [], [], timeout)[0]
             announced = False
         elif self._listener is not None:
-            announced = self._listener.wait(timeout, interrupt=self._wakeup.fileno())
+            announced = self._listener.wait(timeout, interrupt=wakeup)
         else:
-            readable = [self._wakeup.fileno()] + ([self._local.fileno()] if self._local is not None else [])
-            select.select(readable, [], [], timeout)
-            announced = self._local is not None and self._local.drain(self.watched_assets)
-        self._wakeup.clear()
+            local = self._local
+            ready = select.select([wakeup] if local is None else [wakeup, local.fileno()], [], [], timeout)[0]
+            # Only a socket with something to read is read: every read of an empty one raises inside.
+            announced = local is not None and local.fileno() in ready and local.drain(self.watched_assets)
+        if wakeup in ready:
+            self._wakeup.clear()
         return announced
 
     def _pass(self, evaluate: bool = True, *, polled: bool = True, freed: bool = True) -> int:
