@@ -324,3 +324,26 @@ def test_a_burst_of_events_is_evaluated_a_few_at_a_time_and_every_key_runs_once(
     # Announced once, the daemon sleeps until the pass instead of waking for every commit: it reads
     # the socket at most once per evaluation, plus once per wake-up by a run's end (200 reads before).
     assert woken <= evaluations + ended + 2, f"read {woken} times for {evaluations} passes and {ended} runs"
+
+
+def test_a_flood_of_slot_wakeups_is_read_in_a_few_waits_and_then_the_wait_sleeps() -> None:
+    """The daemon's self-pipe is read once per wait: what is left ends the next wait at once, until it is empty."""
+    from partita.automation.daemon import _Wakeup
+
+    wakeup = _Wakeup()
+    try:
+        for _ in range(10_000):
+            wakeup.set()
+        reads = 0
+        while select.select([wakeup.fileno()], [], [], 0)[0]:
+            wakeup.clear()
+            reads += 1
+            assert reads <= 10_000 // 4096 + 1
+        started = time.monotonic()
+        assert select.select([wakeup.fileno()], [], [], 0.2)[0] == []
+        assert time.monotonic() - started >= 0.15
+        wakeup.clear()  # nothing to read: no error
+        wakeup.set()
+        assert select.select([wakeup.fileno()], [], [], 0)[0] == [wakeup.fileno()]
+    finally:
+        wakeup.close()
