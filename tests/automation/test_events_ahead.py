@@ -16,7 +16,7 @@ import pytest
 
 import partita as p
 from partita.automation.daemon import TriggerDaemon
-from partita.automation.events_ahead import EventsAhead
+from partita.automation.events_ahead import EXTRA_AHEAD_LIMIT, EventsAhead
 from partita.errors import StoreError
 from partita.store.sql import SqlStore
 from partita.store.triggers import TriggerRequest
@@ -104,6 +104,22 @@ def test_the_oldest_events_make_room_and_too_many_are_not_read_ahead(store: SqlS
     asked = len(reader.asked)
     ahead.read_ahead(reader, [_request(n, ids[n]) for n in range(4, 8)])
     assert reader.asked[asked:] == [] and len(ahead) == 3
+
+
+def test_an_event_with_a_large_extra_is_not_held_and_is_read_by_its_run(store: SqlStore) -> None:
+    registry = p.AssetRegistry()
+
+    @p.asset(registry=registry)
+    def raw() -> int:
+        return 1
+
+    small = p.publish_event(store, registry, "raw", extra={"rows": 1}).id
+    large = p.publish_event(store, registry, "raw", extra={"blob": "x" * (EXTRA_AHEAD_LIMIT + 1)}).id
+    reader, ahead = CountingReader(store), EventsAhead()
+    ahead.read_ahead(reader, [_request(1, small, large)])
+    assert len(ahead) == 1
+    assert ahead.events(reader, [small, large]) == store.list_events_by_ids([small, large])
+    assert reader.asked[1:] == [[large]]
 
 
 def test_a_failed_read_ahead_leaves_each_run_to_read_its_own(store: SqlStore) -> None:

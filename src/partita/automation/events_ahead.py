@@ -9,9 +9,10 @@ and each run takes its own from here.
 
 Events never change once committed, so an event read earlier is the event.
 Each run still gets objects of its own (``extra`` is a dict a body may
-change), built from the text the store holds. An id not held here (dropped
-for room, joined its request after the read, a request this daemon did not
-read ahead) is read from the store, as before.
+change), its ``extra`` decoded again from JSON text kept beside the event.
+An id not held here (dropped for room, an ``extra`` too large to keep,
+joined its request after the read, a request this daemon did not read
+ahead) is read from the store, as before.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ from partita.errors import PartitaError
 from partita.events.model import AssetEvent
 from partita.store.triggers import TriggerRequest
 
-__all__ = ["EVENTS_AHEAD_LIMIT", "EventsAhead"]
+__all__ = ["EVENTS_AHEAD_LIMIT", "EXTRA_AHEAD_LIMIT", "EventsAhead"]
 
 log = logging.getLogger("partita.triggers")
 
-#: Most events held at once; the oldest make room (about a megabyte of small events).
+#: Most events held at once; the oldest make room.
 EVENTS_AHEAD_LIMIT = 4096
+#: Longest ``extra`` (as JSON text) an event held here may carry: the cache stays within a few megabytes.
+EXTRA_AHEAD_LIMIT = 2048
 
 
 class EventReader(Protocol):
@@ -68,7 +71,9 @@ class EventsAhead:
                 log.debug("events read ahead of their runs could not be read (each run reads its own): %s", exc)
                 return
             for event in found:
-                held[event.id] = (event, json.dumps(event.extra))
+                extra = json.dumps(event.extra)
+                if len(extra) <= EXTRA_AHEAD_LIMIT:
+                    held[event.id] = (event, extra)
             excess = len(held) - self._limit
             if excess > 0:
                 for event_id in list(itertools.islice(held, excess)):
