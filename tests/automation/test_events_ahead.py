@@ -13,11 +13,14 @@ import threading
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 import partita as p
 from partita.automation.daemon import TriggerDaemon
+from partita.automation.evaluation import TriggerEvaluator
 from partita.automation.events_ahead import EXTRA_AHEAD_LIMIT, EventsAhead
 from partita.errors import StoreError
+from partita.store.schema import trigger_requests
 from partita.store.sql import SqlStore
 from partita.store.triggers import TriggerRequest
 
@@ -28,12 +31,12 @@ class CountingReader:
     def __init__(self, store: SqlStore) -> None:
         self.store = store
         self.asked: list[list[int]] = []
-        self.fail = False
+        self.fail: Exception | None = None
 
     def list_events_by_ids(self, ids: Any) -> list[p.AssetEvent]:
         self.asked.append(sorted(ids))
-        if self.fail:
-            raise StoreError("store sqlite:///gone.db: cannot read events: disk I/O error")
+        if self.fail is not None:
+            raise self.fail
         return self.store.list_events_by_ids(ids)
 
 
@@ -90,20 +93,24 @@ def test_each_caller_gets_objects_of_its_own(store: SqlStore) -> None:
     assert second is not first and second == store.list_events_by_ids(ids)[0]
 
 
-def test_the_oldest_events_make_room_and_too_many_are_not_read_ahead(store: SqlStore) -> None:
+def test_two_windows_are_held_and_too_many_events_are_left_to_their_runs(store: SqlStore) -> None:
+    """Each read ahead replaces the window before the last; what the new one still needs is kept, not read again."""
     ids = _publish(store, 8)
     reader, ahead = CountingReader(store), EventsAhead(limit=3)
-    ahead.read_ahead(reader, [_request(n, ids[n]) for n in range(2)])
-    ahead.read_ahead(reader, [_request(n, ids[n]) for n in range(2, 4)])
-    assert len(ahead) == 3  # ids[0] made room
+    ahead.read_ahead(reader, [_request(n, ids[n]) for n in range(2)])  # window A: 0, 1
+    ahead.read_ahead(reader, [_request(n, ids[n]) for n in range(1, 4)])  # window B: 1 (kept), 2, 3
+    assert reader.asked == [[ids[0], ids[1]], [ids[2], ids[3]]]
+    assert len(ahead) == 4  # runs handed out from A may not have started yet
+    ahead.read_ahead(reader, [_request(4, ids[4])])  # window C: A is dropped
+    assert len(ahead) == 4  # 1, 2, 3 (B) and 4 (C)
     asked = len(reader.asked)
-    assert ahead.events(reader, ids[:4]) == store.list_events_by_ids(ids[:4])
+    assert ahead.events(reader, ids[:5]) == store.list_events_by_ids(ids[:5])
     assert reader.asked[asked:] == [[ids[0]]]
 
-    # More than the limit at once: nothing is read ahead, each run reads its own.
+    # More than one window holds: nothing is read, and the runs read their own.
     asked = len(reader.asked)
     ahead.read_ahead(reader, [_request(n, ids[n]) for n in range(4, 8)])
-    assert reader.asked[asked:] == [] and len(ahead) == 3
+    assert reader.asked[asked:] == [] and len(ahead) == 1  # window C is the one before now
 
 
 def test_an_event_with_a_large_extra_is_not_held_and_is_read_by_its_run(store: SqlStore) -> None:
@@ -120,17 +127,84 @@ def test_an_event_with_a_large_extra_is_not_held_and_is_read_by_its_run(store: S
     assert len(ahead) == 1
     assert ahead.events(reader, [small, large]) == store.list_events_by_ids([small, large])
     assert reader.asked[1:] == [[large]]
+    # While its request waits in the window, the large event is not read ahead again.
+    ahead.read_ahead(reader, [_request(1, small, large)])
+    assert reader.asked[2:] == []
 
 
-def test_a_failed_read_ahead_leaves_each_run_to_read_its_own(store: SqlStore) -> None:
+@pytest.mark.parametrize(
+    "failure",
+    [
+        StoreError("store sqlite:///gone.db: cannot read events: disk I/O error"),
+        ValueError("'future' is not a valid SourceKind"),  # a row this version cannot decode
+    ],
+)
+def test_a_failed_read_ahead_leaves_each_run_to_read_its_own(store: SqlStore, failure: Exception) -> None:
     ids = _publish(store, 2)
     reader, ahead = CountingReader(store), EventsAhead()
-    reader.fail = True
+    reader.fail = failure
     ahead.read_ahead(reader, [_request(1, *ids)])  # does not raise: the pass goes on
     assert len(ahead) == 0
-    reader.fail = False
+    reader.fail = None
     assert ahead.events(reader, ids) == store.list_events_by_ids(ids)
     assert reader.asked[-1] == sorted(ids)
+
+
+def _one_key_flow(name: str, seen: list[str], max_keys_per_run: int = 1) -> tuple[p.Flow, p.AssetRegistry]:
+    registry = p.AssetRegistry()
+
+    @p.asset(partition_def=p.DatePartitionDef(), registry=registry)
+    def raw() -> int:
+        return 1
+
+    @p.asset(partition_def=p.DatePartitionDef(), registry=registry)
+    def consumer(context: p.AssetContext) -> None:
+        seen.append(str(context.partition_key))
+
+    trigger = p.OnAssetEvents(["raw"], max_keys_per_run=max_keys_per_run)
+    return p.Flow(["consumer"], registry=registry, name=name, trigger=trigger), registry
+
+
+def test_an_event_no_run_can_decode_fails_its_own_run_only(store: SqlStore) -> None:
+    """A row of a newer version (an unknown source kind) among ten: the nine others run; its own is held back."""
+    seen: list[str] = []
+    flow, registry = _one_key_flow("one_key", seen)
+    keys = [f"2024-01-{day:02d}" for day in range(1, 11)]
+    ids = [p.publish_event(store, registry, "raw", partition_key=key).id for key in keys]
+    with store.database.write() as connection:
+        connection.exec_driver_sql(f"UPDATE partita_events SET source_kind = 'future' WHERE id = {ids[0]}")
+    daemon = TriggerDaemon([flow], store, max_in_flight=4)
+    try:
+        assert daemon.run_once() == 9
+    finally:
+        daemon.stop()
+    assert daemon.failing == {}
+    assert sorted(seen) == keys[1:]
+
+
+def test_a_stale_batch_claim_is_taken_over_whole_by_a_flow_now_one_key_per_run(store: SqlStore) -> None:
+    """Claimed as a batch of three (``max_keys_per_run=10``), left stale, then served with one key per run."""
+    seen: list[str] = []
+    batched, registry = _one_key_flow("batched", seen, max_keys_per_run=10)
+    keys = ["2024-01-01", "2024-01-02", "2024-01-03"]
+    for key in keys:
+        p.publish_event(store, registry, "raw", partition_key=key)
+    gone = TriggerEvaluator(batched, store)  # a daemon that claims the batch and dies before its run
+    gone.evaluate()
+    (batch,) = gone.due_runs(4)
+    claimed = gone.claim_run(batch)
+    assert claimed is not None and len(claimed) == 3
+    with store.database.write() as connection:
+        connection.execute(update(trigger_requests).values(claimed_at=claimed[0].claimed_at - 3600))
+
+    one_key, _ = _one_key_flow("batched", seen)
+    daemon = TriggerDaemon([one_key], store, max_in_flight=4)
+    try:
+        assert daemon.run_once() == 1  # the claimed batch, whole: its run id starts once
+    finally:
+        daemon.stop()
+    assert daemon.failing == {}
+    assert sorted(seen) == keys
 
 
 def test_a_daemon_serves_one_key_runs_their_own_events_without_a_read_per_run(

@@ -316,7 +316,7 @@ class TriggerEvaluator:
         batches.extend(pending[start : start + size] for start in range(0, len(pending), size))
         if size == 1:
             self._ahead = [request for (request,) in batches[runs:] if request.status == "pending"]
-            self.events_ahead.read_ahead(self.store, (request for (request,) in batches))
+            self.events_ahead.read_ahead(self.store, (request for batch in batches for request in batch))
         return batches[:runs]
 
     def _recover(self, claimed: TriggerRequest, now: float, record: bool) -> TriggerRequest | None:

@@ -7,24 +7,24 @@ reads `READ_AHEAD` pending one-key requests at once
 (`TriggerEvaluator.due_runs`); their events are read then too, in one query,
 and each run takes its own from here.
 
+What is held is the events of the requests read last and of those read the
+time before (runs handed out from that window may not have started yet):
+each read replaces the older window, keeping what the new one still needs.
 Events never change once committed, so an event read earlier is the event.
-Each run still gets objects of its own (``extra`` is a dict a body may
-change), its ``extra`` decoded again from JSON text kept beside the event.
-An id not held here (dropped for room, an ``extra`` too large to keep,
-joined its request after the read, a request this daemon did not read
-ahead) is read from the store, as before.
+Each run still gets objects of its own: ``extra`` (a dict a body may change)
+is decoded again from JSON text kept in its place. An id not held (too many
+events in one window, an ``extra`` too large to keep, joined its request
+after the read, a request this daemon did not read ahead, a read that
+failed) is read from the store by its run, as before.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
-import threading
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
-from partita.errors import PartitaError
 from partita.events.model import AssetEvent
 from partita.store.triggers import TriggerRequest
 
@@ -32,10 +32,14 @@ __all__ = ["EVENTS_AHEAD_LIMIT", "EXTRA_AHEAD_LIMIT", "EventsAhead"]
 
 log = logging.getLogger("partita.triggers")
 
-#: Most events held at once; the oldest make room.
-EVENTS_AHEAD_LIMIT = 4096
-#: Longest ``extra`` (as JSON text) an event held here may carry: the cache stays within a few megabytes.
+#: Most events one read ahead holds; requests with more than that are left to their runs.
+EVENTS_AHEAD_LIMIT = 1024
+#: Longest ``extra`` (as JSON text) a held event may carry: two windows stay within a few megabytes.
 EXTRA_AHEAD_LIMIT = 2048
+
+#: An event's fields as held: id, asset, key, date, timestamp, source and ``extra`` as JSON text
+#: (None: too large to hold; its run reads it, and it is not read ahead again while its request waits).
+_Held = tuple[Any, ...]
 
 
 class EventReader(Protocol):
@@ -45,56 +49,64 @@ class EventReader(Protocol):
 class EventsAhead:
     """Events by id, read ahead of the runs that need them; filled by the daemon, read by consumer threads.
 
-    Readers only look ids up (one atomic ``dict.get`` each), so they take
-    no lock; the lock keeps two fillers apart.
+    Each read builds a new window and swaps it in; readers only look ids
+    up in the two windows they find (``dict.get``), so nobody takes a lock.
     """
 
     def __init__(self, limit: int = EVENTS_AHEAD_LIMIT) -> None:
         self._limit = limit
-        #: id -> (the event, its ``extra`` as JSON text), oldest first.
-        self._held: dict[int, tuple[AssetEvent, str]] = {}
-        self._filling = threading.Lock()
+        self._current: dict[int, _Held] = {}
+        self._previous: dict[int, _Held] = {}
 
     def __len__(self) -> int:
-        return len(self._held)
+        """How many events runs can take from here (both windows)."""
+        windows = (self._current, self._previous)
+        return len({event_id for window in windows for event_id, held in window.items() if held[6] is not None})
 
     def read_ahead(self, store: EventReader, requests: Iterable[TriggerRequest]) -> None:
-        """Read the events of ``requests`` not held yet, in one query; if that fails, their runs read them."""
-        with self._filling:
-            held = self._held
-            wanted = list(dict.fromkeys(i for request in requests for i in request.event_ids if i not in held))
-            if not wanted or len(wanted) > self._limit:
-                return  # more than fits: each run reads its own
+        """Hold the events of ``requests`` (read in one query what is not held yet); never raises.
+
+        A read that fails (or an event that cannot be decoded) only leaves
+        those events to their runs, which read them and fail there if they must.
+        """
+        wanted = list(dict.fromkeys(i for request in requests for i in request.event_ids))
+        if len(wanted) > self._limit:
+            wanted = []  # more than one window holds: each run reads its own
+        current, previous = self._current, self._previous
+        window: dict[int, _Held] = {}
+        missing = []
+        for event_id in wanted:
+            held = current.get(event_id) or previous.get(event_id)
+            if held is None:
+                missing.append(event_id)
+            else:
+                window[event_id] = held
+        if missing:
             try:
-                found = store.list_events_by_ids(wanted)
-            except PartitaError as exc:
+                for event in store.list_events_by_ids(missing):
+                    extra = json.dumps(event.extra)
+                    text = extra if len(extra) <= EXTRA_AHEAD_LIMIT else None
+                    window[event.id] = (
+                        event.id, event.asset, event.partition_key, event.partition_date, event.timestamp,
+                        event.source, text,
+                    )  # fmt: skip
+            except Exception as exc:  # noqa: BLE001 - reading ahead only saves the runs a read each
                 log.debug("events read ahead of their runs could not be read (each run reads its own): %s", exc)
-                return
-            for event in found:
-                extra = json.dumps(event.extra)
-                if len(extra) <= EXTRA_AHEAD_LIMIT:
-                    held[event.id] = (event, extra)
-            excess = len(held) - self._limit
-            if excess > 0:
-                for event_id in list(itertools.islice(held, excess)):
-                    del held[event_id]
+        self._previous, self._current = current, window
 
     def events(self, store: EventReader, ids: Iterable[int]) -> list[AssetEvent]:
         """The events with ``ids`` in id order, unknown ids skipped (as `list_events_by_ids`), each a new object."""
         wanted = sorted(set(ids))
+        current, previous = self._current, self._previous
         found: dict[int, AssetEvent] = {}
         missing = []
-        held = self._held
         for event_id in wanted:
-            entry = held.get(event_id)
-            if entry is None:
+            held = current.get(event_id) or previous.get(event_id)
+            if held is None or held[6] is None:
                 missing.append(event_id)
             else:
-                event, extra = entry
-                found[event_id] = AssetEvent(
-                    event.id, event.asset, event.partition_key, event.partition_date, json.loads(extra),
-                    event.timestamp, event.source,
-                )  # fmt: skip
+                event_id, asset, key, date, timestamp, source, extra = held
+                found[event_id] = AssetEvent(event_id, asset, key, date, json.loads(extra), timestamp, source)
         if missing:
             found.update((event.id, event) for event in store.list_events_by_ids(missing))
         return [found[event_id] for event_id in wanted if event_id in found]
