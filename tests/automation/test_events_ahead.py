@@ -63,32 +63,34 @@ def _publish(store: SqlStore, count: int) -> list[int]:
 
 def test_events_read_ahead_come_from_one_query_and_equal_the_stored_ones(store: SqlStore) -> None:
     ids = _publish(store, 6)
-    reader, ahead = CountingReader(store), EventsAhead()
-    ahead.read_ahead(reader, [_request(1, ids[0], ids[3]), _request(2, ids[1]), _request(3, ids[3], ids[5])])
+    reader = CountingReader(store)
+    ahead = EventsAhead(reader)
+    ahead.read_ahead([_request(1, ids[0], ids[3]), _request(2, ids[1]), _request(3, ids[3], ids[5])])
     assert reader.asked == [sorted([ids[0], ids[1], ids[3], ids[5]])]
 
-    got = ahead.events(reader, [ids[5], ids[0], ids[3], ids[0]])
+    got = ahead.events([ids[5], ids[0], ids[3], ids[0]])
     assert len(reader.asked) == 1  # all held: no read
     assert got == store.list_events_by_ids([ids[0], ids[3], ids[5]])  # in id order, each once
 
     # Held ones are read again nowhere; the others only by themselves; an unknown id is skipped.
-    got = ahead.events(reader, [ids[2], ids[3], 10_000_000])
+    got = ahead.events([ids[2], ids[3], 10_000_000])
     assert reader.asked[1:] == [[ids[2], 10_000_000]]
     assert got == store.list_events_by_ids([ids[2], ids[3]])
 
     # Read ahead again: what is held already is not asked for.
-    ahead.read_ahead(reader, [_request(4, ids[0], ids[4])])
+    ahead.read_ahead([_request(4, ids[0], ids[4])])
     assert reader.asked[2:] == [[ids[4]]]
 
 
 def test_each_caller_gets_objects_of_its_own(store: SqlStore) -> None:
     ids = _publish(store, 1)
-    reader, ahead = CountingReader(store), EventsAhead()
-    ahead.read_ahead(reader, [_request(1, ids[0])])
-    (first,) = ahead.events(reader, ids)
+    reader = CountingReader(store)
+    ahead = EventsAhead(reader)
+    ahead.read_ahead([_request(1, ids[0])])
+    (first,) = ahead.events(ids)
     first.extra["tags"].append("changed by a body")
     first.extra["added"] = True
-    (second,) = ahead.events(reader, ids)
+    (second,) = ahead.events(ids)
     assert second.extra == {"n": 0, "tags": [0]}
     assert second is not first and second == store.list_events_by_ids(ids)[0]
 
@@ -96,20 +98,21 @@ def test_each_caller_gets_objects_of_its_own(store: SqlStore) -> None:
 def test_two_windows_are_held_and_too_many_events_are_left_to_their_runs(store: SqlStore) -> None:
     """Each read ahead replaces the window before the last; what the new one still needs is kept, not read again."""
     ids = _publish(store, 8)
-    reader, ahead = CountingReader(store), EventsAhead(limit=3)
-    ahead.read_ahead(reader, [_request(n, ids[n]) for n in range(2)])  # window A: 0, 1
-    ahead.read_ahead(reader, [_request(n, ids[n]) for n in range(1, 4)])  # window B: 1 (kept), 2, 3
+    reader = CountingReader(store)
+    ahead = EventsAhead(reader, limit=3)
+    ahead.read_ahead([_request(n, ids[n]) for n in range(2)])  # window A: 0, 1
+    ahead.read_ahead([_request(n, ids[n]) for n in range(1, 4)])  # window B: 1 (kept), 2, 3
     assert reader.asked == [[ids[0], ids[1]], [ids[2], ids[3]]]
     assert len(ahead) == 4  # runs handed out from A may not have started yet
-    ahead.read_ahead(reader, [_request(4, ids[4])])  # window C: A is dropped
+    ahead.read_ahead([_request(4, ids[4])])  # window C: A is dropped
     assert len(ahead) == 4  # 1, 2, 3 (B) and 4 (C)
     asked = len(reader.asked)
-    assert ahead.events(reader, ids[:5]) == store.list_events_by_ids(ids[:5])
+    assert ahead.events(ids[:5]) == store.list_events_by_ids(ids[:5])
     assert reader.asked[asked:] == [[ids[0]]]
 
     # More than one window holds: nothing is read, and the runs read their own.
     asked = len(reader.asked)
-    ahead.read_ahead(reader, [_request(n, ids[n]) for n in range(4, 8)])
+    ahead.read_ahead([_request(n, ids[n]) for n in range(4, 8)])
     assert reader.asked[asked:] == [] and len(ahead) == 1  # window C is the one before now
 
 
@@ -122,13 +125,14 @@ def test_an_event_with_a_large_extra_is_not_held_and_is_read_by_its_run(store: S
 
     small = p.publish_event(store, registry, "raw", extra={"rows": 1}).id
     large = p.publish_event(store, registry, "raw", extra={"blob": "x" * (EXTRA_AHEAD_LIMIT + 1)}).id
-    reader, ahead = CountingReader(store), EventsAhead()
-    ahead.read_ahead(reader, [_request(1, small, large)])
+    reader = CountingReader(store)
+    ahead = EventsAhead(reader)
+    ahead.read_ahead([_request(1, small, large)])
     assert len(ahead) == 1
-    assert ahead.events(reader, [small, large]) == store.list_events_by_ids([small, large])
+    assert ahead.events([small, large]) == store.list_events_by_ids([small, large])
     assert reader.asked[1:] == [[large]]
     # While its request waits in the window, the large event is not read ahead again.
-    ahead.read_ahead(reader, [_request(1, small, large)])
+    ahead.read_ahead([_request(1, small, large)])
     assert reader.asked[2:] == []
 
 
@@ -141,12 +145,13 @@ def test_an_event_with_a_large_extra_is_not_held_and_is_read_by_its_run(store: S
 )
 def test_a_failed_read_ahead_leaves_each_run_to_read_its_own(store: SqlStore, failure: Exception) -> None:
     ids = _publish(store, 2)
-    reader, ahead = CountingReader(store), EventsAhead()
+    reader = CountingReader(store)
+    ahead = EventsAhead(reader)
     reader.fail = failure
-    ahead.read_ahead(reader, [_request(1, *ids)])  # does not raise: the pass goes on
+    ahead.read_ahead([_request(1, *ids)])  # does not raise: the pass goes on
     assert len(ahead) == 0
     reader.fail = None
-    assert ahead.events(reader, ids) == store.list_events_by_ids(ids)
+    assert ahead.events(ids) == store.list_events_by_ids(ids)
     assert reader.asked[-1] == sorted(ids)
 
 

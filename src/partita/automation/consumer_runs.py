@@ -178,7 +178,7 @@ def _config(evaluator: TriggerEvaluator, requests: Sequence[TriggerRequest]) -> 
 def _triggering_events(evaluator: TriggerEvaluator, requests: Sequence[TriggerRequest]) -> Any:
     """One request's events; for a batch, each consumer key's own events."""
     ids = [event_id for request in requests for event_id in request.event_ids]
-    found = evaluator.events_ahead.events(evaluator.store, ids) if ids else []
+    found = evaluator.events_ahead.events(ids) if ids else []
     if len(requests) == 1:
         return found
     by_id = {event.id: event for event in found}

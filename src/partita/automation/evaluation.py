@@ -103,7 +103,7 @@ class TriggerEvaluator:
         self._ahead: list[TriggerRequest] = []
         self._ahead_stale = False
         #: The events of the requests read ahead, for their runs (`consumer_runs`).
-        self.events_ahead = EventsAhead()
+        self.events_ahead = EventsAhead(store)
         #: One-key requests whose claim at their run's start was lost (`claim_lost`): claimed before
         #: their run from now on, so that a request events keep joining still runs.
         self._contended: set[int] = set()
@@ -316,7 +316,7 @@ class TriggerEvaluator:
         batches.extend(pending[start : start + size] for start in range(0, len(pending), size))
         if size == 1:
             self._ahead = [request for (request,) in batches[runs:] if request.status == "pending"]
-            self.events_ahead.read_ahead(self.store, (request for batch in batches for request in batch))
+            self.events_ahead.read_ahead(request for batch in batches for request in batch)
         return batches[:runs]
 
     def _recover(self, claimed: TriggerRequest, now: float, record: bool) -> TriggerRequest | None:

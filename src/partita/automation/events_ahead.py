@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from partita.events.model import AssetEvent
+from partita.events.model import AssetEvent, EventSource
 from partita.store.triggers import TriggerRequest
+
+if TYPE_CHECKING:
+    from partita.store.sql import SqlStore
 
 __all__ = ["EVENTS_AHEAD_LIMIT", "EXTRA_AHEAD_LIMIT", "EventsAhead"]
 
@@ -37,13 +40,28 @@ EVENTS_AHEAD_LIMIT = 1024
 #: Longest ``extra`` (as JSON text) a held event may carry: two windows stay within a few megabytes.
 EXTRA_AHEAD_LIMIT = 2048
 
-#: An event's fields as held: id, asset, key, date, timestamp, source and ``extra`` as JSON text
-#: (None: too large to hold; its run reads it, and it is not read ahead again while its request waits).
-_Held = tuple[Any, ...]
 
+class _Held(NamedTuple):
+    """An event as held: its fields, with ``extra`` as JSON text (None: too large to hold).
 
-class EventReader(Protocol):
-    def list_events_by_ids(self, ids: Sequence[int]) -> list[AssetEvent]: ...
+    One too large is left to its run, and not read ahead again while its request waits.
+    """
+
+    id: int
+    asset: str
+    partition_key: str | None
+    partition_date: Any
+    timestamp: Any
+    source: EventSource
+    extra: str | None
+
+    def event(self) -> AssetEvent:
+        """A new `AssetEvent`, with an ``extra`` of its own."""
+        assert self.extra is not None
+        return AssetEvent(
+            self.id, self.asset, self.partition_key, self.partition_date, json.loads(self.extra), self.timestamp,
+            self.source,
+        )  # fmt: skip
 
 
 class EventsAhead:
@@ -53,7 +71,8 @@ class EventsAhead:
     up in the two windows they find (``dict.get``), so nobody takes a lock.
     """
 
-    def __init__(self, limit: int = EVENTS_AHEAD_LIMIT) -> None:
+    def __init__(self, store: SqlStore, limit: int = EVENTS_AHEAD_LIMIT) -> None:
+        self._store = store
         self._limit = limit
         self._current: dict[int, _Held] = {}
         self._previous: dict[int, _Held] = {}
@@ -61,9 +80,9 @@ class EventsAhead:
     def __len__(self) -> int:
         """How many events runs can take from here (both windows)."""
         windows = (self._current, self._previous)
-        return len({event_id for window in windows for event_id, held in window.items() if held[6] is not None})
+        return len({event_id for window in windows for event_id, held in window.items() if held.extra is not None})
 
-    def read_ahead(self, store: EventReader, requests: Iterable[TriggerRequest]) -> None:
+    def read_ahead(self, requests: Iterable[TriggerRequest]) -> None:
         """Hold the events of ``requests`` (read in one query what is not held yet); never raises.
 
         A read that fails (or an event that cannot be decoded) only leaves
@@ -83,18 +102,17 @@ class EventsAhead:
                 window[event_id] = held
         if missing:
             try:
-                for event in store.list_events_by_ids(missing):
+                for event in self._store.list_events_by_ids(missing):
                     extra = json.dumps(event.extra)
-                    text = extra if len(extra) <= EXTRA_AHEAD_LIMIT else None
-                    window[event.id] = (
+                    window[event.id] = _Held(
                         event.id, event.asset, event.partition_key, event.partition_date, event.timestamp,
-                        event.source, text,
+                        event.source, extra if len(extra) <= EXTRA_AHEAD_LIMIT else None,
                     )  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - reading ahead only saves the runs a read each
                 log.debug("events read ahead of their runs could not be read (each run reads its own): %s", exc)
         self._previous, self._current = current, window
 
-    def events(self, store: EventReader, ids: Iterable[int]) -> list[AssetEvent]:
+    def events(self, ids: Iterable[int]) -> list[AssetEvent]:
         """The events with ``ids`` in id order, unknown ids skipped (as `list_events_by_ids`), each a new object."""
         wanted = sorted(set(ids))
         current, previous = self._current, self._previous
@@ -102,11 +120,10 @@ class EventsAhead:
         missing = []
         for event_id in wanted:
             held = current.get(event_id) or previous.get(event_id)
-            if held is None or held[6] is None:
+            if held is None or held.extra is None:
                 missing.append(event_id)
             else:
-                event_id, asset, key, date, timestamp, source, extra = held
-                found[event_id] = AssetEvent(event_id, asset, key, date, json.loads(extra), timestamp, source)
+                found[event_id] = held.event()
         if missing:
-            found.update((event.id, event) for event in store.list_events_by_ids(missing))
+            found.update((event.id, event) for event in self._store.list_events_by_ids(missing))
         return [found[event_id] for event_id in wanted if event_id in found]

@@ -241,7 +241,7 @@ class _Run:
         logs = self.options.logs
         if logs is not None:
             logs.annotate = log_capture.install(logs.capture)
-        if self.observers:
+        if self.observers.active:
             self.observers.emit(RunStarted(self.run_id, self.plan))
         self._accept_cancellation(loop)
         if self.pools is not None:

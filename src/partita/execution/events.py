@@ -118,9 +118,6 @@ class ObserverFanout:
         #: Whether any observer wants `AttemptStarted` (`attempt_started`).
         self.starts = bool(self._starters)
 
-    def __bool__(self) -> bool:
-        return self.active
-
     def emit(self, event: ExecutionEvent) -> None:
         self._deliver(self._observers, event)
 

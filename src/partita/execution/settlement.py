@@ -284,7 +284,7 @@ class Settlement:
             gate.retries += 1
             if retry.cooldown_resource:
                 gate.cooldown_until = max(gate.cooldown_until, self._clock.monotonic() + retry.delay)
-        if self._observers:
+        if self._observers.active:
             assert invocation.failure is not None
             self._observers.emit(
                 AttemptRetrying(
