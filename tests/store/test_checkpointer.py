@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import textwrap
@@ -22,8 +23,9 @@ import pytest
 
 import partita
 from partita.store import checkpointer as checkpointer_module
-from partita.store.checkpointer import BACKSTOP_PAGES, WalCheckpointer
-from partita.store.fork_gate import SQLITE_CALL_GATE
+from partita.store.checkpointer import BACKSTOP_PAGES, GATE_WAIT, LOG_FILE_LIMIT, RESTART_PAGES, WalCheckpointer
+from partita.store.database import configure_sqlite
+from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_WRITE_GATE
 from partita.store.sql import SqlStore
 
 from .conftest import hung_children, running_constantly
@@ -68,12 +70,135 @@ def test_commits_are_checkpointed_in_the_background_and_the_log_stays_bounded(tm
         store.close()
 
 
+def _log_restarts(path: Path) -> int:
+    """The log header's checkpoint sequence number: SQLite adds one each time the log starts again."""
+    with open(f"{path}-wal", "rb") as log:
+        return int(struct.unpack(">I", log.read(16)[12:16])[0])
+
+
+def _log_pages(path: Path) -> int:
+    return os.path.getsize(f"{path}-wal") // (4096 + 24)
+
+
+def _connect_without_own_checkpoints(path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    configure_sqlite(connection)
+    connection.execute("PRAGMA wal_autocheckpoint = 0")  # only the checkpointer copies the log here
+    return connection
+
+
+class _PageWriter:
+    """Commits one page-sized row after another under the write gate, as the store's writers do, until stopped."""
+
+    def __init__(self, path: Path) -> None:
+        self._connection = _connect_without_own_checkpoints(path)
+        self._connection.execute("CREATE TABLE IF NOT EXISTS pages (body BLOB)")
+        self._stop = threading.Event()
+        self.commits = 0
+        self._thread = threading.Thread(target=self._write)
+
+    def _write(self) -> None:
+        while not self._stop.is_set():
+            with SQLITE_WRITE_GATE:
+                self._connection.execute("INSERT INTO pages VALUES (?)", (os.urandom(3000),))
+            self.commits += 1
+
+    def __enter__(self) -> _PageWriter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._connection.close()
+
+
+def _checkpointer_without_own_checkpoints(path: Path) -> tuple[WalCheckpointer, list[sqlite3.Connection]]:
+    """A checkpointer for a new store file, and the list its connection lands in when `_checkpoint` opens it."""
+    SqlStore(f"sqlite:///{path}").close()
+    return WalCheckpointer(lambda: _connect_without_own_checkpoints(path)), []
+
+
+def test_a_log_that_grew_during_its_copy_restarts_after_the_next_checkpoint(tmp_path: Path) -> None:
+    """Commits landing during a copy keep the log from restarting; past `RESTART_PAGES` the rest is copied gated.
+
+    Without the gated copy, this writer (whose own checkpoints are off)
+    always commits during the checkpoint, and the log never restarts.
+    """
+    path = tmp_path / "store.db"
+    checkpointer, connection = _checkpointer_without_own_checkpoints(path)
+    try:
+        with _PageWriter(path) as writer:
+            assert _wait_for(lambda: _log_pages(path) > RESTART_PAGES + 200)
+            restarts = _log_restarts(path)
+            checkpointer._checkpoint(connection)
+            after_checkpoint = writer.commits
+            assert _wait_for(lambda: writer.commits > after_checkpoint + 20)
+        assert checkpointer.checkpoints == 1
+        assert _log_restarts(path) > restarts
+    finally:
+        for opened in connection:
+            opened.close()
+
+
+def test_a_held_write_gate_delays_the_checkpoint_briefly_and_the_next_one_restarts_the_log(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    checkpointer, connection = _checkpointer_without_own_checkpoints(path)
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_gate() -> None:
+        with SQLITE_WRITE_GATE:
+            held.set()
+            release.wait(30)
+
+    try:
+        with _PageWriter(path) as writer:
+            assert _wait_for(lambda: _log_pages(path) > RESTART_PAGES + 200)
+            holder = threading.Thread(target=hold_the_gate)
+            holder.start()
+            assert held.wait(10)
+            restarts, started = _log_restarts(path), time.monotonic()
+            checkpointer._checkpoint(connection)  # copies, then gives up on the gate
+            waited = time.monotonic() - started
+            release.set()
+            holder.join(10)
+            assert GATE_WAIT <= waited < GATE_WAIT + 5
+            assert checkpointer.checkpoints == 1
+            checkpointer._checkpoint(connection)
+            after_checkpoint = writer.commits
+            assert _wait_for(lambda: writer.commits > after_checkpoint + 20)
+        assert _log_restarts(path) > restarts
+    finally:
+        release.set()
+        for opened in connection:
+            opened.close()
+
+
+def test_a_restarting_log_file_is_cut_back_after_a_large_transaction(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    store = SqlStore(f"sqlite:///{path}")
+    try:
+        connection = store.database.driver_connection()
+        try:
+            connection.execute("CREATE TABLE large (body BLOB)")
+            connection.execute("INSERT INTO large VALUES (?)", (bytes(LOG_FILE_LIMIT + 8_000_000),))
+            assert os.path.getsize(f"{path}-wal") > LOG_FILE_LIMIT + 8_000_000
+            assert connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[0] == 0
+            connection.execute("INSERT INTO large VALUES (x'00')")  # the log restarts here
+            assert os.path.getsize(f"{path}-wal") <= LOG_FILE_LIMIT
+        finally:
+            connection.close()
+    finally:
+        store.close()
+
+
 def test_store_connections_leave_checkpoints_to_the_thread_below_the_backstop(tmp_path: Path) -> None:
     store = SqlStore(f"sqlite:///{tmp_path / 'store.db'}")
     try:
         connection = store.database.driver_connection()
         try:
             assert connection.execute("PRAGMA wal_autocheckpoint").fetchone() == (BACKSTOP_PAGES,)
+            assert connection.execute("PRAGMA journal_size_limit").fetchone() == (LOG_FILE_LIMIT,)
         finally:
             connection.close()
     finally:
