@@ -7,6 +7,7 @@ These tests use real SQLite files and a real killed process.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -23,9 +24,8 @@ import pytest
 
 import partita
 from partita.store import checkpointer as checkpointer_module
-from partita.store.checkpointer import BACKSTOP_PAGES, GATE_WAIT, LOG_FILE_LIMIT, RESTART_PAGES, WalCheckpointer
-from partita.store.database import configure_sqlite
-from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_WRITE_GATE
+from partita.store.checkpointer import BACKSTOP_PAGES, LOG_FILE_LIMIT, WalCheckpointer
+from partita.store.fork_gate import SQLITE_CALL_GATE
 from partita.store.sql import SqlStore
 
 from .conftest import hung_children, running_constantly
@@ -60,11 +60,13 @@ def test_commits_are_checkpointed_in_the_background_and_the_log_stays_bounded(tm
     path = tmp_path / "store.db"
     store = SqlStore(f"sqlite:///{path}")
     try:
-        _emit(store, 3000)  # about 17,000 log pages: four times the backstop
+        with _PeakLog(path) as peak:
+            _emit(store, 3000)  # about 17,000 log pages: eight times the backstop
         checkpointer = store.database.checkpointer
         assert checkpointer is not None and checkpointer.checkpoints >= 2
-        # The log was copied and restarted along the way, never left to grow past the writers' backstop.
-        assert os.path.getsize(f"{path}-wal") <= (BACKSTOP_PAGES + 1000) * 4096
+        # The log was copied and restarted along the way, never left to grow far past the writers' backstop.
+        assert _log_restarts(path) >= 4
+        assert peak.pages <= 5000  # 20 MB: twice the backstop and room for a loaded machine
         assert len(store.list_events(asset="target")) == 3000
     finally:
         store.close()
@@ -76,102 +78,28 @@ def _log_restarts(path: Path) -> int:
         return int(struct.unpack(">I", log.read(16)[12:16])[0])
 
 
-def _log_pages(path: Path) -> int:
-    return os.path.getsize(f"{path}-wal") // (4096 + 24)
-
-
-def _connect_without_own_checkpoints(path: Path) -> sqlite3.Connection:
-    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    configure_sqlite(connection)
-    connection.execute("PRAGMA wal_autocheckpoint = 0")  # only the checkpointer copies the log here
-    return connection
-
-
-class _PageWriter:
-    """Commits one page-sized row after another under the write gate, as the store's writers do, until stopped."""
+class _PeakLog:
+    """The largest the log file grew, in pages, polled on a thread of its own while the block runs."""
 
     def __init__(self, path: Path) -> None:
-        self._connection = _connect_without_own_checkpoints(path)
-        self._connection.execute("CREATE TABLE IF NOT EXISTS pages (body BLOB)")
+        self._path = f"{path}-wal"
         self._stop = threading.Event()
-        self.commits = 0
-        self._thread = threading.Thread(target=self._write)
+        self._thread = threading.Thread(target=self._watch)
+        self.pages = 0
 
-    def _write(self) -> None:
+    def _watch(self) -> None:
         while not self._stop.is_set():
-            with SQLITE_WRITE_GATE:
-                self._connection.execute("INSERT INTO pages VALUES (?)", (os.urandom(3000),))
-            self.commits += 1
+            with contextlib.suppress(OSError):
+                self.pages = max(self.pages, os.path.getsize(self._path) // (4096 + 24))
+            time.sleep(0.001)
 
-    def __enter__(self) -> _PageWriter:
+    def __enter__(self) -> _PeakLog:
         self._thread.start()
         return self
 
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join(10)
-        self._connection.close()
-
-
-def _checkpointer_without_own_checkpoints(path: Path) -> tuple[WalCheckpointer, list[sqlite3.Connection]]:
-    """A checkpointer for a new store file, and the list its connection lands in when `_checkpoint` opens it."""
-    SqlStore(f"sqlite:///{path}").close()
-    return WalCheckpointer(lambda: _connect_without_own_checkpoints(path)), []
-
-
-def test_a_log_that_grew_during_its_copy_restarts_after_the_next_checkpoint(tmp_path: Path) -> None:
-    """Commits landing during a copy keep the log from restarting; past `RESTART_PAGES` the rest is copied gated.
-
-    Without the gated copy, this writer (whose own checkpoints are off)
-    always commits during the checkpoint, and the log never restarts.
-    """
-    path = tmp_path / "store.db"
-    checkpointer, connection = _checkpointer_without_own_checkpoints(path)
-    try:
-        with _PageWriter(path) as writer:
-            assert _wait_for(lambda: _log_pages(path) > RESTART_PAGES + 200)
-            restarts = _log_restarts(path)
-            checkpointer._checkpoint(connection)
-            after_checkpoint = writer.commits
-            assert _wait_for(lambda: writer.commits > after_checkpoint + 20)
-        assert checkpointer.checkpoints == 1
-        assert _log_restarts(path) > restarts
-    finally:
-        for opened in connection:
-            opened.close()
-
-
-def test_a_held_write_gate_delays_the_checkpoint_briefly_and_the_next_one_restarts_the_log(tmp_path: Path) -> None:
-    path = tmp_path / "store.db"
-    checkpointer, connection = _checkpointer_without_own_checkpoints(path)
-    held, release = threading.Event(), threading.Event()
-
-    def hold_the_gate() -> None:
-        with SQLITE_WRITE_GATE:
-            held.set()
-            release.wait(30)
-
-    try:
-        with _PageWriter(path) as writer:
-            assert _wait_for(lambda: _log_pages(path) > RESTART_PAGES + 200)
-            holder = threading.Thread(target=hold_the_gate)
-            holder.start()
-            assert held.wait(10)
-            restarts, started = _log_restarts(path), time.monotonic()
-            checkpointer._checkpoint(connection)  # copies, then gives up on the gate
-            waited = time.monotonic() - started
-            release.set()
-            holder.join(10)
-            assert GATE_WAIT <= waited < GATE_WAIT + 5
-            assert checkpointer.checkpoints == 1
-            checkpointer._checkpoint(connection)
-            after_checkpoint = writer.commits
-            assert _wait_for(lambda: writer.commits > after_checkpoint + 20)
-        assert _log_restarts(path) > restarts
-    finally:
-        release.set()
-        for opened in connection:
-            opened.close()
 
 
 def test_a_restarting_log_file_is_cut_back_after_a_large_transaction(tmp_path: Path) -> None:
