@@ -13,16 +13,20 @@ on another core.
 
 The log file starts again from its beginning only when a writer finds it
 wholly copied, and commits that land during a background copy keep it from
-ever being so. The writers' own checkpoint, at `BACKSTOP_PAGES`, restarts
-it: that checkpoint runs in the committing thread, under the write gate, so
-no commit of this process lands during it, and it has only the frames the
-thread has not copied yet to copy. Connections cut the file back to
-`LOG_FILE_LIMIT` bytes when the log restarts, so one large transaction
-does not leave a large file behind. A reader holding an old snapshot,
-another process writing the same file, or a background copy under way
-(the writer's checkpoint then gives up until the next commit) delays a
-restart: on a loaded machine the log can grow past the backstop for a
-while.
+ever being so. The writers' own checkpoint, at `WRITER_CHECKPOINT_PAGES`,
+restarts it: that checkpoint runs in the committing thread, under the write
+gate, so no commit of this process lands during it, and it has only the
+frames the thread has not copied yet to copy. Connections cut the file back
+to `LOG_FILE_LIMIT` bytes when the log restarts, so one large transaction
+does not leave a large file behind.
+
+A restart is delayed, and the log grows past that size meanwhile, while a
+reader holds an old snapshot, while another process (a worker of the
+process executor) commits between a writer's checkpoint and its next
+commit, and while a background copy is under way: the writer's checkpoint
+then gives up until the next commit. The last grows with the time the
+disk takes to sync, since the background copy holds SQLite's checkpoint
+lock through two syncs.
 
 A checkpoint of the ``PASSIVE`` kind never blocks writers or readers, and
 a crash during one loses nothing: the log stays the record until it is
@@ -44,16 +48,17 @@ from collections.abc import Callable
 
 from partita.store.fork_gate import SQLITE_CALL_GATE, forget_in_child
 
-__all__ = ["BACKSTOP_PAGES", "CHECKPOINT_INTERVAL", "IDLE_SECONDS", "LOG_FILE_LIMIT", "WalCheckpointer"]
+__all__ = ["WRITER_CHECKPOINT_PAGES", "CHECKPOINT_INTERVAL", "IDLE_SECONDS", "LOG_FILE_LIMIT", "WalCheckpointer"]
 
 #: Seconds between two checkpoints while commits go on: the log grows by at most this much writing.
 CHECKPOINT_INTERVAL = 0.005
 #: The writers' own checkpoint threshold (SQLite's ``wal_autocheckpoint``, in pages; its default is 1,000),
-#: where the log restarts. Each restart costs the committing writer the rest of the copy and two file syncs
-#: (about a millisecond here): at 2,000 pages one busy emitter measured about 4% below 4,000 pages, in the noise.
-BACKSTOP_PAGES = 2000
+#: where the log restarts. Each restart costs the writers the rest of the copy and three file syncs (about a
+#: millisecond on this project's machines; more on a slow disk): at 2,000 pages one busy emitter measured
+#: about 4% below 4,000 pages, within the noise.
+WRITER_CHECKPOINT_PAGES = 2000
 #: Bytes a log file is cut back to when it restarts (SQLite's ``journal_size_limit``): twice what the
-#: log reaches at the backstop with 4 KiB pages, so an ordinary restart truncates nothing.
+#: log reaches at `WRITER_CHECKPOINT_PAGES` with 4 KiB pages, so an ordinary restart truncates nothing.
 LOG_FILE_LIMIT = 16 * 1024 * 1024
 #: Seconds without a commit after which the thread exits (the next commit starts it again).
 IDLE_SECONDS = 1.0
@@ -132,7 +137,7 @@ class WalCheckpointer:
                 connection[0].execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             self.checkpoints += 1
         except sqlite3.Error:
-            pass  # busy, or the file is gone: the writers' own backstop still bounds the log
+            pass  # busy, or the file is gone: the writers' own checkpoint copies the log instead
 
     def close(self) -> None:
         """Stop the thread (after the checkpoint it may be running) and start no other."""

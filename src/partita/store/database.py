@@ -28,7 +28,7 @@ from sqlalchemy.pool import StaticPool
 
 from partita.errors import ConfigurationError, StoreError
 from partita.store.bulk_writes import RowShape, Upsert, insert_rows, upsert_rows, upsert_statements
-from partita.store.checkpointer import BACKSTOP_PAGES, LOG_FILE_LIMIT, WalCheckpointer
+from partita.store.checkpointer import LOG_FILE_LIMIT, WRITER_CHECKPOINT_PAGES, WalCheckpointer
 from partita.store.driver_writes import SharedConnection, SqliteWriters
 from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_READS, sqlite_write
 from partita.store.local_wakeup import WakeupSender, local_wakeup_supported
@@ -59,8 +59,8 @@ def configure_sqlite(connection: Any) -> None:
     ``synchronous=NORMAL`` in WAL mode: a committed transaction survives a
     crash of the process; the last transactions may be lost on power loss.
     Checkpoints run in the background (`WalCheckpointer`); a writer's own
-    starts only at `BACKSTOP_PAGES`, and a restarting log file is cut back
-    to `LOG_FILE_LIMIT` bytes.
+    starts only at `WRITER_CHECKPOINT_PAGES` and restarts the log, and a
+    restarting log file is cut back to `LOG_FILE_LIMIT` bytes.
     """
     connection.isolation_level = None  # partita issues BEGIN itself
     cursor = connection.cursor()
@@ -68,7 +68,7 @@ def configure_sqlite(connection: Any) -> None:
     with contextlib.suppress(sqlite3.OperationalError):  # read-only files keep their mode
         cursor.execute("PRAGMA journal_mode = WAL")
     cursor.execute("PRAGMA synchronous = NORMAL")
-    cursor.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
+    cursor.execute(f"PRAGMA wal_autocheckpoint = {WRITER_CHECKPOINT_PAGES}")
     cursor.execute(f"PRAGMA journal_size_limit = {LOG_FILE_LIMIT}")
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
