@@ -48,7 +48,7 @@ from collections.abc import Callable
 
 from partita.store.fork_gate import SQLITE_CALL_GATE, forget_in_child
 
-__all__ = ["WRITER_CHECKPOINT_PAGES", "CHECKPOINT_INTERVAL", "IDLE_SECONDS", "LOG_FILE_LIMIT", "WalCheckpointer"]
+__all__ = ["CHECKPOINT_INTERVAL", "IDLE_SECONDS", "LOG_FILE_LIMIT", "WRITER_CHECKPOINT_PAGES", "WalCheckpointer"]
 
 #: Seconds between two checkpoints while commits go on: the log grows by at most this much writing.
 CHECKPOINT_INTERVAL = 0.005
