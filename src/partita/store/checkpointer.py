@@ -53,9 +53,9 @@ __all__ = ["CHECKPOINT_INTERVAL", "IDLE_SECONDS", "LOG_FILE_LIMIT", "WRITER_CHEC
 #: Seconds between two checkpoints while commits go on: the log grows by at most this much writing.
 CHECKPOINT_INTERVAL = 0.005
 #: The writers' own checkpoint threshold (SQLite's ``wal_autocheckpoint``, in pages; its default is 1,000),
-#: where the log restarts. Each restart costs the writers the rest of the copy and three file syncs (about a
-#: millisecond on this project's machines; more on a slow disk): at 2,000 pages one busy emitter measured
-#: about 4% below 4,000 pages, within the noise.
+#: where the log restarts. Each restart stalls the writers for the rest of the copy and three file syncs
+#: (2 to 6 ms on this project's machines, more on a slow disk): a writer of one-page commits as fast as it
+#: can loses up to a tenth against 4,000 pages; an emitter measured about 4% less, within the noise.
 WRITER_CHECKPOINT_PAGES = 2000
 #: Bytes a log file is cut back to when it restarts (SQLite's ``journal_size_limit``): twice what the
 #: log reaches at `WRITER_CHECKPOINT_PAGES` with 4 KiB pages, so an ordinary restart truncates nothing.
