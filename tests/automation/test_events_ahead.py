@@ -26,18 +26,25 @@ from partita.store.triggers import TriggerRequest
 
 
 class CountingReader:
-    """The store's `list_events_by_ids`, counting calls and which ids they asked for; may fail on request."""
+    """The store's event reads by id (rows or events), counting calls and which ids they asked for; may fail."""
 
     def __init__(self, store: SqlStore) -> None:
         self.store = store
         self.asked: list[list[int]] = []
         self.fail: Exception | None = None
 
-    def list_events_by_ids(self, ids: Any) -> list[p.AssetEvent]:
+    def _asked(self, ids: Any) -> None:
         self.asked.append(sorted(ids))
         if self.fail is not None:
             raise self.fail
+
+    def list_events_by_ids(self, ids: Any) -> list[p.AssetEvent]:
+        self._asked(ids)
         return self.store.list_events_by_ids(ids)
+
+    def event_rows_by_ids(self, ids: Any) -> list[tuple[Any, ...]]:
+        self._asked(ids)
+        return self.store.event_rows_by_ids(ids)
 
 
 def _request(request_id: int, *event_ids: int) -> TriggerRequest:
@@ -237,13 +244,17 @@ def test_a_daemon_serves_one_key_runs_their_own_events_without_a_read_per_run(
     )
     event_id = p.publish_event(store, registry, "daily", partition_key="2024-05-01", extra={"rows": 7}).id
     reads: list[str] = []
-    original = type(store).list_events_by_ids
+    reading = {name: getattr(type(store), name) for name in ("list_events_by_ids", "event_rows_by_ids")}
 
-    def counted(self: SqlStore, ids: Any) -> list[p.AssetEvent]:
-        reads.append(threading.current_thread().name)
-        return original(self, ids)
+    def counted(name: str) -> Any:
+        def read(self: SqlStore, ids: Any) -> Any:
+            reads.append(threading.current_thread().name)
+            return reading[name](self, ids)
 
-    monkeypatch.setattr(type(store), "list_events_by_ids", counted)
+        return read
+
+    for name in reading:
+        monkeypatch.setattr(type(store), name, counted(name))
     daemon = TriggerDaemon([flow], store, max_in_flight=3)
     try:
         assert daemon.run_once() == 24

@@ -249,14 +249,18 @@ class SqlEventStore:
 
     def list_events_by_ids(self, ids: Sequence[int]) -> list[AssetEvent]:
         """These events, in id order (unknown ids are skipped)."""
-        found: list[AssetEvent] = []
+        return [event_of(row) for row in self.event_rows_by_ids(ids)]
+
+    def event_rows_by_ids(self, ids: Sequence[int]) -> list[tuple[Any, ...]]:
+        """These events' rows, undecoded (`rows.event_of` decodes one), in id order; unknown ids are skipped."""
+        found: list[tuple[Any, ...]] = []
         wanted = sorted(set(ids))
         with self._failures("read events"):
             for start in range(0, len(wanted), _ID_CHUNK):
                 chunk = wanted[start : start + _ID_CHUNK]
                 marks = ", ".join("?" * len(chunk))
                 query = self._database.driver_sql(f"SELECT {_COLUMNS} FROM {events.name} WHERE id IN ({marks}) ORDER BY id")
-                found.extend(event_of(row) for row in self._database.read(query, tuple(chunk)))
+                found.extend(self._database.read(query, tuple(chunk)))
         return found
 
     def close(self) -> None:

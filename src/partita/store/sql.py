@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -197,6 +198,10 @@ class SqlStore:
     def list_events_by_ids(self, ids: Sequence[int]) -> list[AssetEvent]:
         """These events, in id order (unknown ids are skipped)."""
         return self.event_store.list_events_by_ids(ids)
+
+    def event_rows_by_ids(self, ids: Sequence[int]) -> list[tuple[Any, ...]]:
+        """These events' rows, undecoded (`rows.event_of` decodes one), in id order (unknown ids are skipped)."""
+        return self.event_store.event_rows_by_ids(ids)
 
     # -- the partition registry of runtime domains ------------------------------------
 
