@@ -104,33 +104,89 @@ def postgres_server_url() -> Iterator[str]:
         cluster.stop()
 
 
-@pytest.fixture
-def postgres_url(postgres_server_url: str) -> Iterator[str]:
-    """A fresh, empty database on the test server, dropped afterwards."""
+def _create_database(server_url: str, template: str | None = None) -> str:
+    """A new database on the test server (a copy of ``template``, or an empty one); its URL."""
     import psycopg
 
     name = f"partita_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_server_url, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    base = postgres_server_url.rsplit("/", 1)[0]
+    copied = f' TEMPLATE "{template}"' if template else ""
+    with psycopg.connect(server_url, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"{copied}')
+    return f"{server_url.rsplit('/', 1)[0]}/{name}"
+
+
+def _drop_database(server_url: str, url: str) -> None:
+    """Drop the database at ``url``, ending whatever connections a test left open to it."""
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    deadline = time.monotonic() + 10
+    with psycopg.connect(server_url, autocommit=True) as connection:
+        while True:
+            try:
+                connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                return
+            except psycopg.Error:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
+@pytest.fixture
+def postgres_url(postgres_server_url: str) -> Iterator[str]:
+    """A fresh, empty database on the test server, dropped afterwards."""
+    url = _create_database(postgres_server_url)
     try:
-        yield f"{base}/{name}"
+        yield url
     finally:
-        deadline = time.monotonic() + 10
-        with psycopg.connect(postgres_server_url, autocommit=True) as connection:
-            while True:
-                try:
-                    connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-                    break
-                except psycopg.Error:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
+        _drop_database(postgres_server_url, url)
+
+
+@pytest.fixture(scope="session")
+def postgres_head_template(postgres_server_url: str) -> Iterator[str]:
+    """The name of a database that partita's migrations brought to the head schema, once per session.
+
+    Copying it (``CREATE DATABASE ... TEMPLATE``) gives a test a store at
+    head without running every migration again, which took most of a
+    PostgreSQL test's setup. The migrations themselves are tested on empty
+    databases (`postgres_url`, and `store_url` where a module overrides it).
+    """
+    from partita.store import open_store
+
+    url = _create_database(postgres_server_url)
+    open_store(url).close()  # every connection closed: a template must have none
+    try:
+        yield url.rsplit("/", 1)[1]
+    finally:
+        _drop_database(postgres_server_url, url)
+
+
+@pytest.fixture
+def postgres_store_url(postgres_server_url: str, postgres_head_template: str) -> Iterator[str]:
+    """A fresh database on the test server whose schema is already partita's head, dropped afterwards."""
+    url = _create_database(postgres_server_url, postgres_head_template)
+    try:
+        yield url
+    finally:
+        _drop_database(postgres_server_url, url)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """One store URL per backend: every store contract test runs on both."""
+    """One store URL per backend: every store contract test runs on both.
+
+    The PostgreSQL database already has the head schema (`postgres_store_url`);
+    a module that tests how a store is created or upgraded overrides this
+    fixture with empty databases.
+    """
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/partita.db"
+    return str(request.getfixturevalue("postgres_store_url"))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """One store URL per backend, where no store was ever opened: for tests of how a store is created or upgraded."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/partita.db"
     return str(request.getfixturevalue("postgres_url"))

@@ -39,6 +39,12 @@ NULLABLE = {
 
 
 @pytest.fixture
+def store_url(empty_store_url: str) -> str:
+    """Every test here creates or upgrades a store: its database starts empty on both backends."""
+    return empty_store_url
+
+
+@pytest.fixture
 def engine(store_url: str) -> Iterator[sa.Engine]:
     parsed = make_url(store_url)
     if parsed.get_backend_name() == "postgresql":

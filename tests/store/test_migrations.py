@@ -40,6 +40,12 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def store_url(empty_store_url: str) -> str:
+    """Every test here creates or upgrades a store: its database starts empty on both backends."""
+    return empty_store_url
+
+
+@pytest.fixture
 def engine(store_url: str) -> Iterator[Engine]:
     created = create_engine(store_url.replace("postgresql://", "postgresql+psycopg://", 1))
     try:
@@ -114,6 +120,10 @@ def test_the_migrations_ship_inside_the_package():
 
 
 def test_a_fresh_store_is_created_at_head(store_url, engine):
+    if engine.dialect.name == "postgresql":  # the module's databases start empty (`store_url` above)
+        assert _tables(engine) == set()
+    else:  # looking into a SQLite file would create it
+        assert not Path(engine.url.database).exists()
     store = open_store(store_url)
     store.close()
 
