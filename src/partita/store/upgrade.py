@@ -15,6 +15,7 @@ from sqlalchemy import Connection, inspect
 from partita.errors import StoreError
 from partita.store.database import Database
 from partita.store.location import SqliteAccess
+from partita.store.new_sqlite import create_head_schema
 from partita.store.schema import KNOWN_REVISIONS, SCHEMA_HEAD, VERSION_TABLE
 
 __all__ = ["MIGRATIONS", "upgrade_schema"]
@@ -68,10 +69,13 @@ def upgrade_schema(database: Database) -> None:
             if current == SCHEMA_HEAD:
                 return
             if current is None:
-                foreign = [name for name in inspect(connection).get_table_names() if not name.startswith("partita_")]
+                tables = inspect(connection).get_table_names()
+                foreign = [name for name in tables if not name.startswith("partita_")]
                 if foreign:
                     raise StoreError(
                         f"store {url} is a database with other tables and no partita schema; "
                         "point the store at a new file or an empty database"
                     )
+                if not tables and database.dialect == "sqlite" and create_head_schema(connection):
+                    return
             _run_migrations(connection)
