@@ -8,37 +8,57 @@ the file matches what the migrations build.
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from pathlib import Path
 
-from sqlalchemy import create_engine
-
+import partita.store.sqlite_head as sqlite_head
+from partita.store import open_store
 from partita.store.new_sqlite import schema_statements
 from partita.store.schema import SCHEMA_HEAD
-from partita.store.upgrade import _run_migrations
 
-TARGET = Path(__file__).resolve().parents[1] / "src" / "partita" / "store" / "sqlite_head.py"
+TARGET = Path(sqlite_head.__file__)
+
+
+def migrated_store(path: Path) -> None:
+    """Create a store at ``path`` as partita creates one, but by running every migration.
+
+    The shipped statements are set aside for the call, which is how a tree
+    whose statements are of another revision creates a store: through the
+    store's own connection and write transaction, as any upgrade runs.
+    """
+    shipped = sqlite_head.REVISION
+    sqlite_head.REVISION = "(set aside)"
+    try:
+        open_store(f"sqlite:///{path}").close()
+    finally:
+        sqlite_head.REVISION = shipped
 
 
 def migrated_statements() -> list[str]:
-    """Run every migration on an empty SQLite file and read back what SQLite kept."""
+    """Run every migration on a new SQLite file and read back what SQLite kept."""
     with tempfile.TemporaryDirectory() as folder:
-        engine = create_engine(f"sqlite:///{folder}/head.db")
+        migrated_store(Path(folder, "head.db"))
+        store = open_store(f"sqlite:///{folder}/head.db")
         try:
-            with engine.begin() as connection:
-                _run_migrations(connection)
-            with engine.connect() as connection:
+            with store.database.connect() as connection:
                 return schema_statements(connection)
         finally:
-            engine.dispose()
+            store.close()
+
+
+def _literal(text: str) -> str:
+    """A Python string literal as the formatter writes it: double quotes, unless the text holds some."""
+    return repr(text) if '"' in text else json.dumps(text)  # JSON's escapes are Python's too
 
 
 def render(statements: list[str]) -> str:
-    body = "".join(f"    {statement!r},\n" for statement in statements)
+    """The module's text."""
+    body = "".join(f"    {_literal(statement)},\n" for statement in statements)
     return (
         '"""The schema a new SQLite store gets: written by scripts/regenerate_sqlite_head.py, not by hand."""\n\n'
-        f"REVISION = {SCHEMA_HEAD!r}\n\n"
+        f"REVISION = {_literal(SCHEMA_HEAD)}\n\n"
         "#: What SQLite kept of the tables, indexes and triggers the migrations create, in creation order.\n"
         f"STATEMENTS = (\n{body})\n"
     )

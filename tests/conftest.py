@@ -179,17 +179,20 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     a module that tests how a store is created or upgraded overrides this
     fixture with empty databases.
     """
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/partita.db"
-    return str(request.getfixturevalue("postgres_store_url"))
+    return _store_url(request, tmp_path, "postgres_store_url")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def empty_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """One store URL per backend, where no store was ever opened: for tests of how a store is created or upgraded."""
+    return _store_url(request, tmp_path, "postgres_url")
+
+
+def _store_url(request: pytest.FixtureRequest, tmp_path: Path, postgres_fixture: str) -> str:
+    """A new SQLite file's URL, or the PostgreSQL database the named fixture gives."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/partita.db"
-    return str(request.getfixturevalue("postgres_url"))
+    return str(request.getfixturevalue(postgres_fixture))
 
 
 @pytest.fixture

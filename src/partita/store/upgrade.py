@@ -76,6 +76,8 @@ def upgrade_schema(database: Database) -> None:
                         f"store {url} is a database with other tables and no partita schema; "
                         "point the store at a new file or an empty database"
                     )
+                # Only a file with no table at all: leftover partita tables (a full downgrade leaves the
+                # version table) need the migrations, and PostgreSQL's schema has functions and triggers.
                 if not tables and database.dialect == "sqlite" and create_head_schema(connection):
                     return
             _run_migrations(connection)
