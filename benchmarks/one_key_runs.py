@@ -1,21 +1,22 @@
-"""One-key runs back to back, as a trigger daemon's consumer threads start them: the fixed cost of a run.
+"""One-key runs back to back, as a trigger daemon's consumer loop starts them: the fixed cost of a run.
 
-    python benchmarks/one_key_runs.py [--runs 3000] [--threads 1 4] [--store none sqlite] [--repeat 3]
+    python benchmarks/one_key_runs.py [--runs 3000] [--in-flight 1 4] [--store none sqlite] [--repeat 3]
                                       [--registry-size 0 500]
 
 A one-run-per-key triggered flow pays, for every key, what a whole run
-costs: a plan, an event loop turn, a worker thread, and with a store the
-run's two transactions. Here ``--threads`` threads start ``--runs`` one-key
-runs of a no-op asset between them, each thread keeping one event loop as
-the daemon's consumer threads do (`partita.execution.loop_runner`). Without
-the daemon, its claims and the producer, the figure is the runs' own cost,
-and its growth from one thread to several is what concurrent runs cost each
-other on this machine.
+costs: a plan, the event loop's turns, a worker thread, and with a store
+the run's two transactions. Here ``--in-flight`` lanes start ``--runs``
+one-key runs of a no-op asset between them, each lane one run after
+another, all of them tasks of one event loop on a thread of its own, as a
+daemon's consumer runs are (`partita.automation.consumer_loop`). Without the
+daemon, its claims and the producer, the figure is the runs' own cost, and
+its change from one run in flight to several is what concurrent runs cost
+(or save) each other on this machine.
 
 ``--registry-size`` registers that many other assets beside the one that
 runs: a run's cost should not grow with its registry's size.
 
-One line per (store, threads, registry size): the median over ``--repeat`` rounds of wall
+One line per (store, in flight, registry size): the median over ``--repeat`` rounds of wall
 microseconds per run, processor microseconds per run (all threads), and
 thread switches per run (voluntary and involuntary, the whole process). On
 SQLite each round uses a new file in a temporary folder.
@@ -24,16 +25,16 @@ SQLite each round uses a new file in a temporary folder.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import resource
 import statistics
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from partita import AssetContext, AssetRegistry, Flow, StaticPartitionDef, asset, open_store
-from partita.execution.loop_runner import ThreadLoops
+from partita.automation.consumer_loop import ConsumerLoop
 
 
 def _switches() -> int:
@@ -50,7 +51,7 @@ def _noop_body() -> Callable[[], None]:
     return noop
 
 
-def one_round(runs: int, threads: int, store_kind: str, others: int = 0) -> tuple[float, float, float]:
+def one_round(runs: int, in_flight: int, store_kind: str, others: int = 0) -> tuple[float, float, float]:
     """Wall and processor microseconds, and thread switches, per run."""
     registry = AssetRegistry()
     keys = StaticPartitionDef("bench_keys", [f"k{index:06d}" for index in range(runs)])
@@ -68,30 +69,29 @@ def one_round(runs: int, threads: int, store_kind: str, others: int = 0) -> tupl
         else None
     )
     flow = Flow(["consumer"], registry=registry, name="one_key", store=store)
-    loops = ThreadLoops()
-    ready = threading.Barrier(threads + 1)
 
-    def start_runs(first: int) -> None:
-        loops.keep()
-        flow.run(flow.plan_from_text({"partition_keys": [keys.keys[first]]}))  # warm: the loop and a worker
-        ready.wait()
-        for index in range(first + threads, runs, threads):
-            flow.run(flow.plan_from_text({"partition_keys": [keys.keys[index]]}))
+    async def one_run(index: int) -> None:
+        # As a daemon's consumer run: a plan of the one key, executed on the running loop.
+        await flow._execute(flow.plan_from_text({"partition_keys": [keys.keys[index]]}))
 
-    workers = [
-        threading.Thread(target=start_runs, args=(first,), name=f"partita-consumer_{first}") for first in range(threads)
-    ]
-    for worker in workers:
-        worker.start()
-    ready.wait()
+    async def lane(first: int) -> None:
+        for index in range(first, runs, in_flight):
+            await one_run(index)
+
+    async def warm() -> None:  # the loop's first turns, and the worker threads the lanes will take
+        await asyncio.gather(*(one_run(index) for index in range(in_flight)))
+
+    runs_loop = ConsumerLoop()
+    runs_loop.submit(warm).result()
     began, cpu, switches = time.perf_counter(), time.process_time(), _switches()
-    for worker in workers:
-        worker.join()
-    measured = runs - threads
+    lanes = [runs_loop.submit(lane, first) for first in range(in_flight)]
+    for finished in lanes:
+        finished.result()
+    measured = runs - in_flight
     wall = (time.perf_counter() - began) / measured * 1e6
     processor = (time.process_time() - cpu) / measured * 1e6
     switched = (_switches() - switches) / measured
-    loops.close()
+    runs_loop.shutdown()
     if store is not None:
         store.close()
     return wall, processor, switched
@@ -100,7 +100,9 @@ def one_round(runs: int, threads: int, store_kind: str, others: int = 0) -> tupl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3000, help="one-key runs per round (default 3000)")
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 4], help="threads starting runs (default 1 4)")
+    parser.add_argument(
+        "--in-flight", type=int, nargs="+", default=[1, 4], help="one-key runs at once on the loop (default 1 4)"
+    )
     parser.add_argument("--store", choices=("none", "sqlite"), nargs="+", default=["none", "sqlite"])
     parser.add_argument("--repeat", type=int, default=3, help="rounds per figure, interleaved (default 3)")
     parser.add_argument(
@@ -109,16 +111,19 @@ def main() -> None:
     )  # fmt: skip
     args = parser.parse_args()
     figures = [
-        (store, threads, others) for store in args.store for threads in args.threads for others in args.registry_size
+        (store, in_flight, others)
+        for store in args.store
+        for in_flight in args.in_flight
+        for others in args.registry_size
     ]
     rounds: dict[tuple[str, int, int], list[tuple[float, float, float]]] = {figure: [] for figure in figures}
     for _ in range(args.repeat):  # interleaved: a shared machine's drift hits every figure alike
-        for store, threads, others in figures:
-            rounds[(store, threads, others)].append(one_round(args.runs, threads, store, others))
-    for (store, threads, others), measured in rounds.items():
+        for store, in_flight, others in figures:
+            rounds[(store, in_flight, others)].append(one_round(args.runs, in_flight, store, others))
+    for (store, in_flight, others), measured in rounds.items():
         wall, processor, switched = (statistics.median(values) for values in zip(*measured, strict=True))
         print(
-            f"one_key_runs store={store} threads={threads} other_assets={others} runs={args.runs} "
+            f"one_key_runs store={store} in_flight={in_flight} other_assets={others} runs={args.runs} "
             f"median_us_per_run={wall:.0f} cpu_us_per_run={processor:.0f} switches_per_run={switched:.1f} "
             f"rounds={args.repeat}"
         )

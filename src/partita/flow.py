@@ -408,9 +408,6 @@ class Flow:
         """`run`; a trigger daemon's one-key consumer run also passes the request its start claims."""
         import asyncio
 
-        from partita.execution import loop_runner
-        from partita.execution.engine import execute_plan
-
         plan = self._approved(config)
         try:
             asyncio.get_running_loop()
@@ -420,9 +417,7 @@ class Flow:
             raise ConfigurationError(
                 "Flow.run() was called inside a running event loop; use 'await flow.run_async(...)'"
             )
-        with self._recording() as store:
-            options = self._options(plan, observers, store, triggering_events, launched_by, claim)
-            return loop_runner.run(execute_plan(plan, options, run_id=run_id))
+        return asyncio.run(self._execute(plan, observers, run_id, triggering_events, launched_by, claim))
 
     async def run_async(
         self,
@@ -440,11 +435,26 @@ class Flow:
         cancel request through the store (`partita.cancel_run`) cancels the
         same way but returns the cancelled result instead of raising.
         """
+        return await self._execute(self._approved(config), observers, launched_by=launched_by)
+
+    async def _execute(
+        self,
+        plan: FlowPlan,
+        observers: Sequence[ExecutionObserver] = (),
+        run_id: str | None = None,
+        triggering_events: Sequence[AssetEvent] | Mapping[str, Sequence[AssetEvent]] = (),
+        launched_by: LaunchKind = LaunchKind.PYTHON,
+        claim: RequestClaim | None = None,
+    ) -> RunResult:
+        """Execute an approved plan on the running loop, recorded in the flow's store (`run`, `run_async`).
+
+        A trigger daemon's consumer runs call it directly, as tasks of one loop.
+        """
         from partita.execution.engine import execute_plan
 
-        plan = self._approved(config)
         with self._recording() as store:
-            return await execute_plan(plan, self._options(plan, observers, store, launched_by=launched_by))
+            options = self._options(plan, observers, store, triggering_events, launched_by, claim)
+            return await execute_plan(plan, options, run_id=run_id)
 
     def __repr__(self) -> str:
         return f"Flow(targets={list(self.targets)!r})"

@@ -13,6 +13,7 @@ own key (`AssetContext.triggering_events`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Sequence
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from partita.planning.plan import FlowPlan
     from partita.store.sql import SqlStore
 
-__all__ = ["run_claimed", "run_fields", "run_request"]
+__all__ = ["run_claimed", "run_fields", "run_request", "run_request_async"]
 
 log = logging.getLogger("partita.triggers")
 #: The daemon's log: one line per consumer run's end (`run_claimed`).
@@ -60,14 +61,14 @@ def run_fields(flow: str, claimed: Sequence[TriggerRequest]) -> dict[str, Any]:
     return {"flow": flow, "request": lead.id, "run_id": lead.run_id, "keys": len(claimed)}
 
 
-def run_claimed(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]) -> RunResult | None:
-    """Run claimed requests' consumer run (`run_request`) and log its outcome: one line per run's end.
+async def run_claimed(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]) -> RunResult | None:
+    """Run claimed requests' consumer run (`run_request_async`) and log its outcome: one line per run's end.
 
-    What a daemon's consumer thread runs.
+    What a daemon's consumer loop runs, as one of its tasks.
     """
     fields = run_fields(evaluator.flow.name, claimed)
     try:
-        result = run_request(evaluator, claimed)
+        result = await run_request_async(evaluator, claimed)
     except RequestClaimLost:
         daemon_log.debug("consumer run not started: its request changed since it was read", extra=fields)
         raise
@@ -91,7 +92,12 @@ def run_claimed(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]) -> R
     return result
 
 
-def run_request(
+def run_request(evaluator: TriggerEvaluator, claimed: TriggerRequest | Sequence[TriggerRequest]) -> RunResult | None:
+    """`run_request_async` to its end on the calling thread, which runs no event loop."""
+    return asyncio.run(run_request_async(evaluator, claimed))
+
+
+async def run_request_async(
     evaluator: TriggerEvaluator, claimed: TriggerRequest | Sequence[TriggerRequest]
 ) -> RunResult | None:
     """Start the consumer run of claimed requests with their triggering events; None when it did not start.
@@ -113,7 +119,7 @@ def run_request(
     try:
         events = _triggering_events(evaluator, requests)
         launched_by = LaunchKind.SCHEDULE if isinstance(flow.trigger, CronPartitions) else LaunchKind.TRIGGER
-        outcome = flow._run(plan, (), lead.run_id, events, launched_by, _claim_of(lead, requests))
+        outcome = await flow._execute(plan, (), lead.run_id, events, launched_by, _claim_of(lead, requests))
     except RequestClaimLost:
         raise
     except StoreError as exc:

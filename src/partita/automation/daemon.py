@@ -36,13 +36,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from partita.automation.consumer_loop import ConsumerLoop
 from partita.automation.consumer_runs import run_claimed, run_fields
 from partita.automation.evaluation import STALE_CLAIM_SECONDS, TriggerEvaluator
 from partita.automation.logs import json_log_handler
 from partita.automation.partial_batches import PartialBatches
 from partita.automation.triggers import OnAssetEvents
 from partita.errors import PartitaError
-from partita.execution.loop_runner import ThreadLoops
 from partita.flow import Flow
 from partita.results.model import RunResult
 from partita.store.local_wakeup import WakeupReceiver, local_wakeup_supported
@@ -127,11 +127,8 @@ class TriggerDaemon:
         self._in_flight: set[concurrent.futures.Future[Any]] = set()
         #: Pending requests handed to a consumer thread whose run's start claims them (one-key runs).
         self._starting: set[int] = set()
-        # Each consumer thread keeps one event loop for the runs it starts (closed with the pool).
-        self._loops = ThreadLoops()
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_in_flight, thread_name_prefix="partita-consumer", initializer=self._loops.keep
-        )
+        # The consumer runs in flight are tasks of one event loop on a thread of its own.
+        self._runs = ConsumerLoop()
         #: Consumer runs started, and claimed runs whose start the store refused (their requests stay pending)
         #: or that raised an unexpected error (a bug; such a run that had started is recorded failed).
         self.started_runs = 0
@@ -238,8 +235,7 @@ class TriggerDaemon:
             if self._pass() == 0:
                 break
         concurrent.futures.wait(list(self._in_flight))
-        self._pool.shutdown(wait=True)
-        self._loops.close()
+        self._runs.shutdown()
         return self.started_runs - before
 
     def serve(self) -> None:
@@ -296,8 +292,7 @@ class TriggerDaemon:
                 self._local.close()
                 self._local = None
             concurrent.futures.wait(list(self._in_flight))
-            self._pool.shutdown(wait=True)
-            self._loops.close()
+            self._runs.shutdown()
             self._wakeup = None
             wakeup.close()
             triggers.daemon_heartbeat(self.daemon_id, time.time(), stopped=True)
@@ -473,7 +468,7 @@ class TriggerDaemon:
         log.info("starting consumer run", extra=run_fields(flow, claimed))
         starting = [request.id for request in claimed if request.status == "pending"]
         self._starting.update(starting)
-        future = self._pool.submit(run_claimed, evaluator, claimed)
+        future = self._runs.submit(run_claimed, evaluator, claimed)
         future.add_done_callback(functools.partial(self._slot_freed, evaluator, starting))
         self._in_flight.add(future)
         if partial:
