@@ -5,10 +5,10 @@
 
 A one-run-per-key triggered flow pays, for every key, what a whole run
 costs: a plan, the event loop's turns, a worker thread, and with a store
-the run's two transactions. Here ``--in-flight`` lanes start ``--runs``
-one-key runs of a no-op asset between them, each lane one run after
-another, all of them tasks of one event loop on a thread of its own, as a
-daemon's consumer runs are (`partita.automation.consumer_loop`). Without the
+the run's two transactions. Here ``--runs`` one-key runs of a no-op asset
+are submitted one at a time, ``--in-flight`` at once, each as a task of
+one event loop on a thread of its own, as a daemon submits its consumer
+runs (`partita.automation.consumer_loop`). Without the
 daemon, its claims and the producer, the figure is the runs' own cost, and
 its change from one run in flight to several is what concurrent runs cost
 (or save) each other on this machine.
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import resource
 import statistics
 import tempfile
@@ -74,18 +75,20 @@ def one_round(runs: int, in_flight: int, store_kind: str, others: int = 0) -> tu
         # As a daemon's consumer run: a plan of the one key, executed on the running loop.
         await flow._execute(flow.plan_from_text({"partition_keys": [keys.keys[index]]}))
 
-    async def lane(first: int) -> None:
-        for index in range(first, runs, in_flight):
-            await one_run(index)
-
-    async def warm() -> None:  # the loop's first turns, and the worker threads the lanes will take
+    async def warm() -> None:  # the loop's first turns, and the worker threads the runs will take
         await asyncio.gather(*(one_run(index) for index in range(in_flight)))
 
     runs_loop = ConsumerLoop()
     runs_loop.submit(warm).result()
     began, cpu, switches = time.perf_counter(), time.process_time(), _switches()
-    lanes = [runs_loop.submit(lane, first) for first in range(in_flight)]
-    for finished in lanes:
+    in_progress: set[concurrent.futures.Future[None]] = set()
+    for index in range(in_flight, runs):  # as the daemon does: a run is submitted as a slot frees
+        if len(in_progress) == in_flight:
+            done, in_progress = concurrent.futures.wait(in_progress, return_when=concurrent.futures.FIRST_COMPLETED)
+            for finished in done:
+                finished.result()
+        in_progress.add(runs_loop.submit(one_run, index))
+    for finished in concurrent.futures.as_completed(in_progress):
         finished.result()
     measured = runs - in_flight
     wall = (time.perf_counter() - began) / measured * 1e6

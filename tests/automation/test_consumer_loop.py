@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import multiprocessing
 import threading
 from typing import Any
@@ -61,34 +62,36 @@ def test_an_exception_ends_its_future_only(runs_loop) -> None:
 
 def test_the_tasks_a_call_left_behind_are_cancelled_at_its_end_and_no_others(runs_loop) -> None:
     left: list[asyncio.Task[Any]] = []
-    other_started = threading.Event()
-    release_other = asyncio.Event()
+    other_started, release_other = threading.Event(), threading.Event()
 
     async def leaves_tasks() -> str:
-        left.append(asyncio.get_running_loop().create_task(asyncio.sleep(3600)))
+        loop = asyncio.get_running_loop()
+        left.append(loop.create_task(asyncio.sleep(3600)))
+        left.append(loop.create_task(asyncio.sleep(3600), context=contextvars.copy_context()))  # given a context
 
         async def spawns() -> None:  # a task's own task is the call's too
             left.append(asyncio.get_running_loop().create_task(asyncio.sleep(3600)))
             await asyncio.sleep(3600)
 
-        left.append(asyncio.get_running_loop().create_task(spawns()))
+        left.append(loop.create_task(spawns()))
         await asyncio.sleep(0)  # the spawning task runs and makes its own
         return "done"
 
     async def other_call() -> str:
-        task = asyncio.get_running_loop().create_task(release_other.wait())
+        loop = asyncio.get_running_loop()
+        waiting = loop.create_task(asyncio.to_thread(release_other.wait, WAIT))  # this call's own task
         other_started.set()
-        await task
+        await waiting
         return "other"
 
     other = runs_loop.submit(other_call)
     try:
         assert other_started.wait(WAIT)
         assert runs_loop.submit(leaves_tasks).result(WAIT) == "done"
-        assert len(left) == 3 and all(task.cancelled() for task in left)
+        assert len(left) == 4 and all(task.cancelled() for task in left)
         assert not other.done()  # another call's task in flight is not the finished call's
     finally:
-        runs_loop._running_loop().call_soon_threadsafe(release_other.set)  # shutdown waits for it
+        release_other.set()  # shutdown waits for it
     assert other.result(WAIT) == "other"
 
 
@@ -101,6 +104,53 @@ def test_a_failed_call_leaves_no_task_behind_either(runs_loop) -> None:
 
     assert isinstance(runs_loop.submit(fails).exception(WAIT), ValueError)
     assert left[0].cancelled()
+
+
+def test_a_task_of_a_call_that_raises_system_exit_leaves_the_loop_to_the_other_calls(runs_loop) -> None:
+    release = threading.Event()
+
+    async def exits_in_a_task() -> str:
+        asyncio.get_running_loop().create_task(_raise(SystemExit(2)))
+        await asyncio.sleep(0.05)  # the task raised meanwhile, out of the loop's turn
+        return "went on"
+
+    async def in_flight() -> str:
+        await asyncio.to_thread(release.wait, WAIT)
+        return "finished"
+
+    other = runs_loop.submit(in_flight)
+    try:
+        assert runs_loop.submit(exits_in_a_task).result(WAIT) == "went on"
+    finally:
+        release.set()
+    assert other.result(WAIT) == "finished"
+    assert runs_loop.submit(_answer).result(WAIT) == 42
+
+
+async def _raise(exc: BaseException) -> None:
+    raise exc
+
+
+async def _answer() -> int:
+    return 42
+
+
+def test_a_call_after_shutdown_gets_a_new_loop() -> None:
+    runs_loop = ConsumerLoop()
+    try:
+        assert runs_loop.submit(_answer).result(WAIT) == 42
+        runs_loop.shutdown()
+        assert runs_loop.submit(_answer).result(WAIT) == 42
+    finally:
+        runs_loop.shutdown()
+
+
+def test_shutdown_from_a_call_on_the_loop_is_refused(runs_loop) -> None:
+    async def shuts_down() -> None:
+        runs_loop.shutdown()
+
+    with pytest.raises(RuntimeError, match="its own loop"):
+        runs_loop.submit(shuts_down).result(WAIT)
 
 
 def test_shutdown_lets_calls_in_flight_finish_and_closes_the_loop() -> None:
@@ -135,11 +185,16 @@ def test_a_forked_child_gets_a_loop_of_its_own(runs_loop) -> None:
     runs_loop.submit(warm).result(WAIT)  # the parent's loop thread exists; a forked child has no such thread
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
-    child = context.Process(target=_submit_in_child, args=(runs_loop, queue))
+    child = context.Process(target=_submit_in_child, args=(runs_loop, queue), daemon=True)
     child.start()
-    assert queue.get(timeout=WAIT) == 42
-    child.join(WAIT)
-    assert child.exitcode == 0
+    try:
+        assert queue.get(timeout=WAIT) == 42
+        child.join(WAIT)
+        assert child.exitcode == 0
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join(WAIT)
 
 
 def _consumer_flow(registry: p.AssetRegistry, keys: p.StaticPartitionDef) -> p.Flow:
@@ -155,6 +210,7 @@ def test_a_daemons_runs_in_flight_run_at_once_on_one_loop_closed_when_it_stops(t
     keys = p.StaticPartitionDef("keys", ["a", "b"])
     together = threading.Barrier(2, timeout=WAIT)  # sync bodies, on worker threads: both runs in flight at once
     loops: list[asyncio.AbstractEventLoop] = []
+    threads: list[str] = []
 
     @p.asset(partition_def=keys, registry=registry)
     def consumer(context: p.AssetContext) -> None:
@@ -163,6 +219,7 @@ def test_a_daemons_runs_in_flight_run_at_once_on_one_loop_closed_when_it_stops(t
     @p.asset(name="loop_probe", partition_def=keys, registry=registry)
     async def loop_probe() -> None:
         loops.append(asyncio.get_running_loop())
+        threads.append(threading.current_thread().name)
 
     flow = _consumer_flow(registry, keys)
     probe = p.Flow(["loop_probe"], registry=registry, name="probe_flow", trigger=p.OnAssetEvents(["source"]))
@@ -176,26 +233,46 @@ def test_a_daemons_runs_in_flight_run_at_once_on_one_loop_closed_when_it_stops(t
     finally:
         store.close()
     assert len(loops) == 2 and loops[0] is loops[1]
+    assert threads == ["partita-consumer-loop"] * 2  # the daemon's loop thread, not a thread per run
     assert loops[0].is_closed()
 
 
-def test_an_async_body_that_leaves_a_task_does_not_leave_it_running_in_the_daemon(tmp_path) -> None:
+@pytest.mark.parametrize("after_a_sync_body", [False, True], ids=["root", "released-by-a-sync-body"])
+def test_an_async_body_that_leaves_a_task_does_not_leave_it_running_in_the_daemon(tmp_path, after_a_sync_body) -> None:
     registry = p.AssetRegistry()
     keys = p.StaticPartitionDef("keys", ["a", "b"])
     left: list[asyncio.Task[Any]] = []
     seen_cancelled: list[bool] = []
 
     @p.asset(partition_def=keys, registry=registry)
-    async def consumer() -> None:
+    def first() -> int:
+        """A sync body on a worker thread: its completion releases the async body from that thread."""
+        return 1
+
+    async def leaves_a_task() -> None:
         seen_cancelled.extend(task.cancelled() for task in left)  # the runs before this one's
         left.append(asyncio.get_running_loop().create_task(asyncio.sleep(3600)))
 
-    flow = _consumer_flow(registry, keys)
+    async def consumer(first: int) -> None:
+        await leaves_a_task()
+
+    async def consumer_root() -> None:
+        await leaves_a_task()
+
+    p.asset(name="consumer", partition_def=keys, registry=registry)(consumer if after_a_sync_body else consumer_root)
+    targets = ["first", "consumer"] if after_a_sync_body else ["consumer"]
+
+    @p.asset(partition_def=keys, registry=registry)
+    def source() -> None:
+        """Published to from outside."""
+
+    flow = p.Flow(targets, registry=registry, name="consumer_flow", trigger=p.OnAssetEvents(["source"]))
     store = p.open_store(f"sqlite:///{tmp_path / 'partita.db'}")
     try:
         for key in ("a", "b"):
             p.publish_event(store, registry, "source", partition_key=key)
-        assert TriggerDaemon([flow], store, max_in_flight=1).run_once() == 2  # one run after the other
+        daemon = TriggerDaemon([flow], store, max_in_flight=1)  # one run after the other
+        assert daemon.run_once() == 2 and daemon.succeeded_runs == 2
     finally:
         store.close()
     assert seen_cancelled == [True]  # cancelled as its run ended, not when the daemon stopped

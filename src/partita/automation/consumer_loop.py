@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import logging
 import os
 import threading
 import weakref
@@ -37,13 +38,13 @@ T = TypeVar("T")
 _made_by_call: contextvars.ContextVar[weakref.WeakSet[asyncio.Task[Any]] | None] = contextvars.ContextVar(
     "partita_consumer_call", default=None
 )
+log = logging.getLogger("partita.daemon")
 
 
-def _tracking_factory(
-    loop: asyncio.AbstractEventLoop, coroutine: Any, context: contextvars.Context | None = None
-) -> asyncio.Task[Any]:
+def _tracking_factory(loop: asyncio.AbstractEventLoop, coroutine: Any, **options: Any) -> asyncio.Task[Any]:
     """Make a task as the loop would, and add it to the tasks of the submitted call it was made under."""
-    task = asyncio.Task(coroutine, loop=loop, context=context)
+    task = asyncio.Task(coroutine, loop=loop, **options)
+    context = options.get("context")
     made = context.get(_made_by_call) if context is not None else _made_by_call.get()
     if made is not None:
         made.add(task)
@@ -60,86 +61,47 @@ async def _cancel_left_behind(made: weakref.WeakSet[asyncio.Task[Any]]) -> None:
         await asyncio.gather(*left, return_exceptions=True)
 
 
-class ConsumerLoop:
-    """A thread running one event loop, started at the first `submit` and ended by `shutdown`."""
+class _Running:
+    """One loop, its thread, and the calls in flight on it; a new one after a fork or a shutdown."""
 
-    def __init__(self, thread_name: str = "partita-consumer") -> None:
-        self._thread_name = thread_name
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._pid = os.getpid()
-        self._tasks: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to its tasks
+    def __init__(self, thread_name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.loop.set_task_factory(_tracking_factory)
+        self.pid = os.getpid()
+        self.calls: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to its tasks
+        self.stopping = False
+        self.thread = threading.Thread(target=self._serve, name=f"{thread_name}-loop", daemon=True)
+        self.thread.start()
 
-    def submit(self, function: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> concurrent.futures.Future[T]:
-        """Run ``function(*args)`` as a task of the loop; its future ends with the task's result or exception.
+    def usable(self) -> bool:
+        return self.pid == os.getpid() and self.thread.is_alive() and not self.loop.is_closed()
 
-        Any exception ends the future, ``SystemExit`` and ``KeyboardInterrupt``
-        too (as a thread pool's future would have them): they never stop the
-        loop under the other runs.
-        """
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        loop = self._running_loop()
-
-        async def settle() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            made: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
-            _made_by_call.set(made)
-            try:
-                result = await function(*args)
-            except BaseException as exc:  # noqa: BLE001 - the future carries it to the daemon
-                await _cancel_left_behind(made)
-                future.set_exception(exc)
-            else:
-                await _cancel_left_behind(made)
-                future.set_result(result)
-
-        def start() -> None:
-            task = loop.create_task(settle())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-        loop.call_soon_threadsafe(start)
-        return future
-
-    def shutdown(self) -> None:
-        """End the loop's thread once its tasks are done (the daemon waits for its runs first); idempotent."""
-        with self._lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is None or thread is None:
-            return
-        loop.call_soon_threadsafe(self._stop_when_idle, loop)
-        thread.join()
-
-    def _stop_when_idle(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._tasks:
-            asyncio.gather(*self._tasks, return_exceptions=True).add_done_callback(lambda _: loop.stop())
+    def stop_when_idle(self) -> None:
+        """On the loop: stop once the calls in flight are done (the daemon waits for its runs first)."""
+        self.stopping = True
+        if self.calls:
+            asyncio.gather(*self.calls, return_exceptions=True).add_done_callback(lambda _: self.loop.stop())
         else:
-            loop.stop()
+            self.loop.stop()
 
-    def _running_loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None or self._pid != os.getpid():  # none yet, or a forked child's copy
-                self._loop, self._pid = asyncio.new_event_loop(), os.getpid()
-                self._loop.set_task_factory(_tracking_factory)
-                self._tasks = set()
-                ready = threading.Event()
-                self._thread = threading.Thread(
-                    target=self._serve, args=(self._loop, ready), name=f"{self._thread_name}-loop", daemon=True
-                )
-                self._thread.start()
-                ready.wait()
-            return self._loop
+    def _serve(self) -> None:
+        """Run the loop until it is stopped, then end what the runs left on it, as `asyncio.run` does.
 
-    @staticmethod
-    def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
-        """Run the loop until `shutdown` stops it, then end what the runs left on it, as `asyncio.run` does."""
+        ``SystemExit`` or ``KeyboardInterrupt`` raised by a task a run made
+        leaves `run_forever`; the loop then goes on under the other runs.
+        """
+        loop = self.loop
         asyncio.set_event_loop(loop)
-        loop.call_soon(ready.set)
         try:
-            loop.run_forever()
+            while True:
+                try:
+                    loop.run_forever()
+                except (SystemExit, KeyboardInterrupt) as exc:
+                    log.error("a consumer run's task raised %s; the daemon's other runs go on", type(exc).__name__)
+                    if not (self.stopping and not self.calls):
+                        continue
+                if self.stopping and not self.calls:
+                    break
         finally:
             try:
                 left = asyncio.all_tasks(loop)
@@ -152,3 +114,64 @@ class ConsumerLoop:
             finally:
                 asyncio.set_event_loop(None)
                 loop.close()
+
+
+class ConsumerLoop:
+    """A thread running one event loop, started at the first `submit` and ended by `shutdown`."""
+
+    def __init__(self, thread_name: str = "partita-consumer") -> None:
+        self._thread_name = thread_name
+        self._lock = threading.Lock()
+        self._running: _Running | None = None
+
+    def submit(self, function: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> concurrent.futures.Future[T]:
+        """Run ``function(*args)`` as a task of the loop; its future ends with the task's result or exception.
+
+        Any exception ends the future, ``SystemExit`` and ``KeyboardInterrupt``
+        too (as a thread pool's future would have them): they never stop the
+        loop under the other runs. The call starts in a context of its own,
+        not the submitting thread's.
+        """
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        async def settle() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            made: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+            _made_by_call.set(made)
+            try:
+                result = await function(*args)
+            except GeneratorExit:  # the coroutine is being closed: it may not await
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the future carries it to the daemon
+                await _cancel_left_behind(made)
+                future.set_exception(exc)
+            else:
+                await _cancel_left_behind(made)
+                future.set_result(result)
+
+        with self._lock:  # a shutdown cannot come between choosing the loop and handing it the call
+            running = self._running
+            if running is None or not running.usable():
+                running = self._running = _Running(self._thread_name)
+
+            def start() -> None:
+                call = running.loop.create_task(settle())
+                running.calls.add(call)
+                call.add_done_callback(running.calls.discard)
+
+            running.loop.call_soon_threadsafe(start, context=contextvars.Context())
+        return future
+
+    def shutdown(self) -> None:
+        """End the loop's thread once its calls are done; idempotent. Never from a call on the loop itself."""
+        with self._lock:
+            running = self._running
+            if running is None:
+                return
+            if threading.current_thread() is running.thread:
+                raise RuntimeError("ConsumerLoop.shutdown was called on its own loop: it would wait for itself")
+            self._running = None
+        if running.usable():
+            running.loop.call_soon_threadsafe(running.stop_when_idle)
+        running.thread.join()

@@ -1,7 +1,8 @@
 """`TriggerDaemon`: processes triggers continuously (``partita serve``) or once (``partita trigger --once``).
 
 Each pass evaluates every flow's trigger, then claims due requests and runs
-them on a bounded pool of worker threads. SIGTERM/SIGINT stop claiming new
+them, a bounded number at once, as tasks of one event loop on a thread of its
+own (`ConsumerLoop`). SIGTERM/SIGINT stop claiming new
 work; runs in flight finish. Several daemons may serve the same store: the
 store decides who runs what. A flow whose trigger raises is logged, listed in
 `TriggerDaemon.failing` and tried again on the next pass; it never stops the
@@ -125,7 +126,7 @@ class TriggerDaemon:
         self.daemon_id = uuid.uuid4().hex
         self._stop = threading.Event()
         self._in_flight: set[concurrent.futures.Future[Any]] = set()
-        #: Pending requests handed to a consumer thread whose run's start claims them (one-key runs).
+        #: Pending requests handed to the consumer loop, whose run's start claims them (one-key runs).
         self._starting: set[int] = set()
         # The consumer runs in flight are tasks of one event loop on a thread of its own.
         self._runs = ConsumerLoop()
@@ -433,7 +434,7 @@ class TriggerDaemon:
             free = self._free_slots()
             if free <= 0:
                 return True  # no slot: reading the due requests (a batch's thousands) would be wasted
-            batches = evaluator.due_runs(free, self._starting.copy())  # copied: consumer threads change it
+            batches = evaluator.due_runs(free, self._starting.copy())  # copied: the consumer loop's thread changes it
             lost = False
             for batch in batches:
                 if self._stop.is_set():

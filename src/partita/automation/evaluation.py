@@ -284,7 +284,7 @@ class TriggerEvaluator:
 
         A recovered claim keeps its batch; pending requests are grouped up to
         the trigger's ``max_keys_per_run``, oldest first. Pending requests in
-        ``starting`` (one-key runs handed to a consumer thread, whose start
+        ``starting`` (one-key runs handed to the consumer loop, whose start
         claims them) are left out, as are those held back here after a start
         failed. A one-key flow reads `READ_AHEAD` pending requests at once and
         hands out the rest on later calls, until it is time to look for stale
@@ -293,7 +293,7 @@ class TriggerEvaluator:
         size = self.flow.trigger.max_keys_per_run  # type: ignore[union-attr]
         held, now = starting, time.time()
         if self._held:
-            with self._held_lock:  # consumer threads add to it
+            with self._held_lock:  # the consumer loop's thread adds to it
                 self._held = {request_id: until for request_id, until in self._held.items() if until > now}
                 held = self._held.keys() | starting
         if self._ahead_stale:
@@ -358,7 +358,7 @@ class TriggerEvaluator:
     def claim_lost(self, request_ids: Sequence[int]) -> None:
         """These one-key runs' starts found their requests changed: read again, and claim them first next time.
 
-        Called from consumer threads; the copies read ahead may be as stale.
+        Called from the consumer loop's thread; the copies read ahead may be as stale.
         """
         self._contended.update(request_ids)
         self._ahead_stale = True  # the daemon's thread drops them (it may be replacing the list now)

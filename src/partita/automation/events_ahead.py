@@ -49,7 +49,7 @@ _TOO_LARGE: tuple[Any, ...] = ()
 
 
 class EventsAhead:
-    """Events by id, read ahead of the runs that need them; filled by the daemon, read by consumer threads.
+    """Events by id, read ahead of the runs that need them; filled by the daemon, read by its consumer runs.
 
     Each read builds a new window and swaps it in; readers only look ids
     up in the two windows they find (``dict.get``), so nobody takes a lock.

@@ -9,6 +9,7 @@ run on the loop, and where completions are counted back in.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import time
@@ -143,6 +144,7 @@ class Invoker:
         "_succeeded",
         "_failed",
         "_fault",
+        "_run_context",
         "on_loop",
     )
 
@@ -184,6 +186,10 @@ class Invoker:
         self._succeeded = succeeded
         self._failed = failed
         self._fault = fault
+        #: The run's context, a copy of which every async body's task starts from. A body released by a
+        #: completion from a worker thread is started in a callback with that thread's context otherwise,
+        #: and a trigger daemon would not know it as its run's (`partita.automation.consumer_loop`).
+        self._run_context = contextvars.copy_context()
         #: Runs a call on the loop's thread (see `Readiness.on_loop`).
         self.on_loop: Callable[..., Any] = call_now
 
@@ -225,7 +231,9 @@ class Invoker:
                 )
             )
         if definition.is_async and not self._runs_async_bodies:
-            body = asyncio.get_running_loop().create_task(self._run_async(task, key_index, fn, kwargs, emitter))
+            body = asyncio.get_running_loop().create_task(
+                self._run_async(task, key_index, fn, kwargs, emitter), context=self._run_context.copy()
+            )
             self.async_bodies.add(body)
             body.add_done_callback(self.async_bodies.discard)
         else:
