@@ -394,18 +394,6 @@ class Flow:
         (`partita.cancel_run`, ``partita runs cancel``): it then cancels as
         Ctrl-C would and returns its result with status ``cancelled``.
         """
-        return self._run(config, observers, run_id, triggering_events, launched_by)
-
-    def _run(
-        self,
-        config: ConfigLike | FlowPlan,
-        observers: Sequence[ExecutionObserver] = (),
-        run_id: str | None = None,
-        triggering_events: Sequence[AssetEvent] | Mapping[str, Sequence[AssetEvent]] = (),
-        launched_by: LaunchKind = LaunchKind.PYTHON,
-        claim: RequestClaim | None = None,
-    ) -> RunResult:
-        """`run`; a trigger daemon's one-key consumer run also passes the request its start claims."""
         import asyncio
 
         plan = self._approved(config)
@@ -417,7 +405,7 @@ class Flow:
             raise ConfigurationError(
                 "Flow.run() was called inside a running event loop; use 'await flow.run_async(...)'"
             )
-        return asyncio.run(self._execute(plan, observers, run_id, triggering_events, launched_by, claim))
+        return asyncio.run(self._execute(plan, observers, run_id, triggering_events, launched_by))
 
     async def run_async(
         self,
@@ -448,7 +436,8 @@ class Flow:
     ) -> RunResult:
         """Execute an approved plan on the running loop, recorded in the flow's store (`run`, `run_async`).
 
-        A trigger daemon's consumer runs call it directly, as tasks of one loop.
+        A trigger daemon's consumer runs call it directly, as tasks of one
+        loop; a one-key run also passes the request its start claims.
         """
         from partita.execution.engine import execute_plan
 

@@ -9,7 +9,8 @@ own. On one loop, the runs in flight share its turns: one wake-up settles
 whichever bodies have finished, and only one thread of the daemon runs
 their Python. Sync bodies still run on worker threads, and async bodies on
 this loop, as within any one run (an async body that blocks its loop holds
-back the daemon's other runs, as it holds back its own run's other bodies).
+back the daemon's other runs, as it holds back its own run's other bodies;
+so does a run's start or end waiting for the store).
 
 `submit` returns a `concurrent.futures.Future`, as the thread pool's did, so
 the daemon counts and awaits runs in flight from its own thread. A run ends
