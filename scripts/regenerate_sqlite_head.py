@@ -8,44 +8,48 @@ the file matches what the migrations build.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import partita.store.sqlite_head as sqlite_head
 from partita.store import open_store
 from partita.store.new_sqlite import schema_statements
 from partita.store.schema import SCHEMA_HEAD
+from partita.store.sql import SqlStore
 
 TARGET = Path(sqlite_head.__file__)
 
 
-def migrated_store(path: Path) -> None:
-    """Create a store at ``path`` as partita creates one, but by running every migration.
+@contextlib.contextmanager
+def migrated_store(path: Path) -> Iterator[SqlStore]:
+    """A store created at ``path`` as partita creates one, but by running every migration; closed on exit.
 
-    The shipped statements are set aside for the call, which is how a tree
-    whose statements are of another revision creates a store: through the
-    store's own connection and write transaction, as any upgrade runs.
+    The shipped statements are set aside while it is created, which is how
+    a tree whose statements are of another revision creates a store:
+    through the store's own connection and write transaction, as any
+    upgrade runs.
     """
     shipped = sqlite_head.REVISION
     sqlite_head.REVISION = "(set aside)"
     try:
-        open_store(f"sqlite:///{path}").close()
+        store = open_store(f"sqlite:///{path}")
     finally:
         sqlite_head.REVISION = shipped
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def migrated_statements() -> list[str]:
     """Run every migration on a new SQLite file and read back what SQLite kept."""
-    with tempfile.TemporaryDirectory() as folder:
-        migrated_store(Path(folder, "head.db"))
-        store = open_store(f"sqlite:///{folder}/head.db")
-        try:
-            with store.database.connect() as connection:
-                return schema_statements(connection)
-        finally:
-            store.close()
+    with tempfile.TemporaryDirectory() as folder, migrated_store(Path(folder, "head.db")) as store:
+        with store.database.connect() as connection:
+            return schema_statements(connection)
 
 
 def _literal(text: str) -> str:

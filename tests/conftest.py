@@ -9,6 +9,7 @@ CI must exercise the PostgreSQL store.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -104,42 +105,38 @@ def postgres_server_url() -> Iterator[str]:
         cluster.stop()
 
 
-def _create_database(server_url: str, template: str | None = None) -> str:
-    """A new database on the test server (a copy of ``template``, or an empty one); its URL."""
+@contextlib.contextmanager
+def _new_database(server_url: str, template: str | None = None) -> Iterator[str]:
+    """A new database on the test server (a copy of ``template``, or an empty one), as its URL.
+
+    Dropped on exit, ending whatever connections a test left open to it.
+    """
     import psycopg
 
     name = f"partita_test_{uuid.uuid4().hex[:12]}"
     copied = f' TEMPLATE "{template}"' if template else ""
     with psycopg.connect(server_url, autocommit=True) as connection:
         connection.execute(f'CREATE DATABASE "{name}"{copied}')
-    return f"{server_url.rsplit('/', 1)[0]}/{name}"
-
-
-def _drop_database(server_url: str, url: str) -> None:
-    """Drop the database at ``url``, ending whatever connections a test left open to it."""
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    deadline = time.monotonic() + 10
-    with psycopg.connect(server_url, autocommit=True) as connection:
-        while True:
-            try:
-                connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-                return
-            except psycopg.Error:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+    try:
+        yield f"{server_url.rsplit('/', 1)[0]}/{name}"
+    finally:
+        deadline = time.monotonic() + 10
+        with psycopg.connect(server_url, autocommit=True) as connection:
+            while True:
+                try:
+                    connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                    break
+                except psycopg.Error:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
 
 
 @pytest.fixture
 def postgres_url(postgres_server_url: str) -> Iterator[str]:
     """A fresh, empty database on the test server, dropped afterwards."""
-    url = _create_database(postgres_server_url)
-    try:
+    with _new_database(postgres_server_url) as url:
         yield url
-    finally:
-        _drop_database(postgres_server_url, url)
 
 
 @pytest.fixture(scope="session")
@@ -153,22 +150,16 @@ def postgres_head_template(postgres_server_url: str) -> Iterator[str]:
     """
     from partita.store import open_store
 
-    url = _create_database(postgres_server_url)
-    open_store(url).close()  # every connection closed: a template must have none
-    try:
+    with _new_database(postgres_server_url) as url:
+        open_store(url).close()  # every connection closed: a template must have none
         yield url.rsplit("/", 1)[1]
-    finally:
-        _drop_database(postgres_server_url, url)
 
 
 @pytest.fixture
 def postgres_store_url(postgres_server_url: str, postgres_head_template: str) -> Iterator[str]:
     """A fresh database on the test server whose schema is already partita's head, dropped afterwards."""
-    url = _create_database(postgres_server_url, postgres_head_template)
-    try:
+    with _new_database(postgres_server_url, postgres_head_template) as url:
         yield url
-    finally:
-        _drop_database(postgres_server_url, url)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -67,7 +67,8 @@ def _contents(path: Path) -> tuple[list[str], int, int]:
 
 def test_a_new_store_holds_exactly_what_a_migrated_one_holds(tmp_path):
     # Rows a migration seeds, or numbers it sets, would be missed by comparing the schema alone.
-    _regenerate_script().migrated_store(tmp_path / "migrated.db")
+    with _regenerate_script().migrated_store(tmp_path / "migrated.db"):
+        pass  # created, then closed
     open_store(f"sqlite:///{tmp_path}/new.db").close()
 
     assert _contents(tmp_path / "new.db") == _contents(tmp_path / "migrated.db")

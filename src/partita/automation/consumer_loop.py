@@ -94,15 +94,11 @@ class _Running:
         loop = self.loop
         asyncio.set_event_loop(loop)
         try:
-            while True:
+            while not (self.stopping and not self.calls):
                 try:
                     loop.run_forever()
                 except (SystemExit, KeyboardInterrupt) as exc:
                     log.error("a consumer run's task raised %s; the daemon's other runs go on", type(exc).__name__)
-                    if not (self.stopping and not self.calls):
-                        continue
-                if self.stopping and not self.calls:
-                    break
         finally:
             try:
                 left = asyncio.all_tasks(loop)
