@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import multiprocessing
 import os
 import statistics
 import tempfile
@@ -43,6 +44,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import thread_times
 
@@ -104,6 +106,40 @@ def scratch_store(backend: str, part: str) -> Iterator[SqlStore]:
         store.close()
         with psycopg.connect(server, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _ignore(key: str) -> None:
+    """A consumer hook the producer's process never calls."""
+
+
+def _produce_elsewhere(url: str, keys: int, ready: Any, go: Any, emitted: Any) -> None:
+    """The producer in a process of its own: opens the store, says so, emits when told, reports its seconds."""
+    _, registry = build(keys, _ignore, _ignore)
+    store = open_store(url)
+    try:
+        ready.set()
+        go.wait()
+        began = time.perf_counter()
+        result = Flow(["producer"], registry=registry, store=store).run()
+        emitted.put((result.status.value, time.perf_counter() - began))
+    finally:
+        store.close()
+
+
+@contextlib.contextmanager
+def _producer_process(url: str, keys: int) -> Iterator[tuple[Any, Any]]:
+    """A started producer process, ready to emit once its ``go`` event is set; yields (go, emitted queue)."""
+    context = multiprocessing.get_context("spawn")
+    ready, go, emitted = context.Event(), context.Event(), context.Queue()
+    child = context.Process(target=_produce_elsewhere, args=(url, keys, ready, go, emitted), daemon=True)
+    child.start()
+    try:
+        if not ready.wait(120):
+            raise SystemExit("throughput: the producer process did not open the store within 120 s")
+        yield go, emitted
+    finally:
+        go.set()
+        child.join(120)
 
 
 def _serve(daemon: TriggerDaemon) -> threading.Thread:
@@ -169,6 +205,7 @@ def throughput(
     max_keys_per_run: int = 1,
     diagnose: bool = False,
     events_first: bool = False,
+    producer_process: bool = False,
 ) -> float:
     finished = 0
     lock = threading.Lock()
@@ -182,19 +219,29 @@ def throughput(
                 done.set()
 
     flow, registry = build(keys, lambda key: None, on_finish, max_keys_per_run)
-    with scratch_store(backend, "throughput") as store:
+    with scratch_store(backend, "throughput") as store, contextlib.ExitStack() as elsewhere:
         daemon = TriggerDaemon([flow], store, max_in_flight=max_in_flight, poll_interval=poll_interval, listen=listen)
         producer = Flow(["producer"], registry=registry, store=store)
         if events_first:  # the consumer runs alone: the clock starts with the daemon
-            produced = producer.run()
+            status = producer.run().status.value
+        elif producer_process:
+            go, emitted_by = elsewhere.enter_context(_producer_process(store.connect_url, keys))
         threads_before = thread_times.snapshot() if diagnose else None
         begin = time.perf_counter()
         thread = _serve(daemon)  # unless the events came first, consumers start while the producer still emits
-        if not events_first:
-            produced = producer.run()
+        if producer_process:
+            go.set()
+            status, emitted = emitted_by.get(timeout=600)
+        elif not events_first:
+            status = producer.run().status.value
             emitted = time.perf_counter() - begin
-            print(f"producer run: {keys} events emitted (context.emit, each durable), {_label(backend)}: {emitted:.2f} s")
-        assert produced.status.value == "success", produced.status
+        if not events_first:
+            where = " in its own process" if producer_process else ""
+            print(
+                f"producer run{where}: {keys} events emitted (context.emit, each durable), {_label(backend)}: "
+                f"{emitted:.2f} s"
+            )
+        assert status == "success", status
         done.wait()
         # The body finished; the request is marked finished right after its run returns.
         elapsed = time.perf_counter() - begin
@@ -202,7 +249,10 @@ def throughput(
         how = _woken_by(backend) if daemon.listening else "polling"
         daemon.stop()
         thread.join()
-    start = "daemon start (events emitted first)" if events_first else "producer start"
+    start = (
+        "daemon start (events emitted first)" if events_first
+        else "producer start (its own process)" if producer_process else "producer start"
+    )  # fmt: skip
     print(
         f"throughput: {start} to {keys} consumer runs finished: {elapsed:.2f} s "
         f"({keys / elapsed:.1f} keys/s, --max-in-flight {max_in_flight}, max_keys_per_run {max_keys_per_run}, "
@@ -286,6 +336,10 @@ def main() -> None:
         help="throughput: emit every event before the daemon starts, so the consumer runs are timed alone",
     )  # fmt: skip
     parser.add_argument(
+        "--producer-process", action="store_true",
+        help="throughput: the producer runs in a process of its own (as `partita run` beside `partita serve`)",
+    )  # fmt: skip
+    parser.add_argument(
         "--diagnose", action="store_true",
         help="throughput: also print each kind of thread's processor time and run-queue wait per key (Linux)",
     )  # fmt: skip
@@ -294,6 +348,8 @@ def main() -> None:
         help="throughput: consumer keys one run serves; each value is measured in turn (default 1 1000)",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.events_first and args.producer_process:
+        parser.error("--events-first and --producer-process exclude each other")
     if args.only in (None, "latency"):
         polling = latency(args.store, args.events, args.poll_interval, args.max_in_flight, listen=False)
         woken = latency(args.store, args.events, args.poll_interval, args.max_in_flight, listen=True)
@@ -305,7 +361,7 @@ def main() -> None:
         seconds = {
             size: throughput(
                 args.store, args.keys, args.poll_interval, args.max_in_flight, not args.no_listen, size,
-                args.diagnose, args.events_first,
+                args.diagnose, args.events_first, args.producer_process,
             )  # fmt: skip
             for size in args.max_keys_per_run
         }
