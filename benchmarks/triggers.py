@@ -122,6 +122,9 @@ def _produce_elsewhere(url: str, keys: int, ready: Any, go: Any, emitted: Any) -
         began = time.perf_counter()
         result = Flow(["producer"], registry=registry, store=store).run()
         emitted.put((result.status.value, time.perf_counter() - began))
+    except BaseException as exc:  # the benchmark's process reports it, instead of waiting for a status
+        emitted.put((f"raised {type(exc).__name__}: {exc}", 0.0))
+        raise
     finally:
         store.close()
 
@@ -137,6 +140,9 @@ def _producer_process(url: str, keys: int) -> Iterator[tuple[Any, Any]]:
         if not ready.wait(120):
             raise SystemExit("throughput: the producer process did not open the store within 120 s")
         yield go, emitted
+    except BaseException:
+        child.terminate()  # nothing waits for its events any more
+        raise
     finally:
         go.set()
         child.join(120)
