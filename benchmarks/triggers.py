@@ -3,6 +3,7 @@
     python benchmarks/triggers.py [--store sqlite|postgresql] [--events 1000] [--keys 10000]
                                   [--max-in-flight 4] [--poll-interval 0.05]
                                   [--only latency|throughput|notify-cost] [--no-listen] [--diagnose]
+                                  [--events-first | --producer-process]
 
 (a) latency: a `TriggerDaemon` serves in a background thread; one event at a
     time is published (`publish_event`, each with its own key) and the time
@@ -37,6 +38,7 @@ import argparse
 import contextlib
 import multiprocessing
 import os
+import queue
 import statistics
 import tempfile
 import threading
@@ -118,7 +120,10 @@ def _produce_elsewhere(url: str, keys: int, ready: Any, go: Any, emitted: Any) -
     store = open_store(url)
     try:
         ready.set()
-        go.wait()
+        while not go.wait(1.0):  # a benchmark killed meanwhile must not leave this process holding the store
+            parent = multiprocessing.parent_process()
+            if parent is None or not parent.is_alive():
+                return
         began = time.perf_counter()
         result = Flow(["producer"], registry=registry, store=store).run()
         emitted.put((result.status.value, time.perf_counter() - began))
@@ -129,23 +134,43 @@ def _produce_elsewhere(url: str, keys: int, ready: Any, go: Any, emitted: Any) -
         store.close()
 
 
-@contextlib.contextmanager
-def _producer_process(url: str, keys: int) -> Iterator[tuple[Any, Any]]:
-    """A started producer process, ready to emit once its ``go`` event is set; yields (go, emitted queue)."""
-    context = multiprocessing.get_context("spawn")
-    ready, go, emitted = context.Event(), context.Event(), context.Queue()
-    child = context.Process(target=_produce_elsewhere, args=(url, keys, ready, go, emitted), daemon=True)
-    child.start()
-    try:
-        if not ready.wait(120):
-            raise SystemExit("throughput: the producer process did not open the store within 120 s")
-        yield go, emitted
-    except BaseException:
-        child.terminate()  # nothing waits for its events any more
-        raise
-    finally:
-        go.set()
-        child.join(120)
+class _ProducerProcess:
+    """The producer run spawned on the same store, as a `partita run` beside `partita serve`: waits for `go`."""
+
+    def __init__(self, url: str, keys: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._ready, self._go, self._emitted = context.Event(), context.Event(), context.Queue()
+        self._child = context.Process(
+            target=_produce_elsewhere, args=(url, keys, self._ready, self._go, self._emitted), daemon=True
+        )
+        self._child.start()
+        deadline = time.monotonic() + 120
+        while not self._ready.wait(0.5):
+            self._check_alive("before it opened the store")
+            if time.monotonic() > deadline:
+                raise SystemExit("throughput: the producer process did not open the store within 120 s")
+
+    def go(self) -> None:
+        self._go.set()
+
+    def outcome(self) -> tuple[str, float]:
+        """The producer run's status and its seconds, once it has emitted every event."""
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            try:
+                return self._emitted.get(timeout=0.5)
+            except queue.Empty:
+                self._check_alive("without a status")
+        raise SystemExit("throughput: the producer process gave no status within 600 s")
+
+    def _check_alive(self, when: str) -> None:
+        if not self._child.is_alive() and self._emitted.empty():
+            raise SystemExit(f"throughput: the producer process ended {when} (exit code {self._child.exitcode})")
+
+    def close(self) -> None:
+        if self._child.is_alive() and not self._go.is_set():
+            self._child.terminate()  # the benchmark failed before it was told to emit
+        self._child.join(120)
 
 
 def _serve(daemon: TriggerDaemon) -> threading.Thread:
@@ -195,7 +220,8 @@ def latency(backend: str, events: int, poll_interval: float, max_in_flight: int,
     return p50
 
 
-#: The benchmark's threads by role, from their names (the producer's run is on the calling thread).
+#: The benchmark's threads by role, from their names (the producer's run is on the calling thread, unless
+#: ``--producer-process`` spawns it).
 ROLES = (
     ("trigger-daemon", "daemon"), ("partita-consumer", "consumers"), ("partita-worker", "workers"),
     ("partita-store-journal", "journal"), ("partita-wal-checkpoint", "checkpoint"),
@@ -225,36 +251,38 @@ def throughput(
                 done.set()
 
     flow, registry = build(keys, lambda key: None, on_finish, max_keys_per_run)
-    with scratch_store(backend, "throughput") as store, contextlib.ExitStack() as elsewhere:
+    with scratch_store(backend, "throughput") as store, contextlib.ExitStack() as stack:
         daemon = TriggerDaemon([flow], store, max_in_flight=max_in_flight, poll_interval=poll_interval, listen=listen)
         producer = Flow(["producer"], registry=registry, store=store)
+        elsewhere = None
         if events_first:  # the consumer runs alone: the clock starts with the daemon
             status = producer.run().status.value
         elif producer_process:
-            go, emitted_by = elsewhere.enter_context(_producer_process(store.connect_url, keys))
+            elsewhere = _ProducerProcess(store.connect_url, keys)
+            stack.callback(elsewhere.close)
         threads_before = thread_times.snapshot() if diagnose else None
         begin = time.perf_counter()
         thread = _serve(daemon)  # unless the events came first, consumers start while the producer still emits
-        if producer_process:
-            go.set()
-            status, emitted = emitted_by.get(timeout=600)
+        stack.callback(thread.join)  # run in reverse: the daemon stops, then its thread is joined
+        stack.callback(daemon.stop)
+        if elsewhere is not None:
+            elsewhere.go()
+            status, emitted = elsewhere.outcome()
         elif not events_first:
             status = producer.run().status.value
             emitted = time.perf_counter() - begin
+        assert status == "success", status
         if not events_first:
             where = " in its own process" if producer_process else ""
             print(
                 f"producer run{where}: {keys} events emitted (context.emit, each durable), {_label(backend)}: "
                 f"{emitted:.2f} s"
             )
-        assert status == "success", status
         done.wait()
         # The body finished; the request is marked finished right after its run returns.
         elapsed = time.perf_counter() - begin
         threads_after = thread_times.snapshot() if diagnose else None
         how = _woken_by(backend) if daemon.listening else "polling"
-        daemon.stop()
-        thread.join()
     start = (
         "daemon start (events emitted first)" if events_first
         else "producer start (its own process)" if producer_process else "producer start"
@@ -270,6 +298,7 @@ def throughput(
         print(
             f"throughput diagnose max_keys_per_run {max_keys_per_run}: per consumer key "
             f"{thread_times.describe(spent, keys)}, processors busy {cores:.2f} of {os.cpu_count()}"
+            + (" (this process only: the producer's is not counted)" if producer_process else "")
         )
     return elapsed
 
@@ -337,11 +366,12 @@ def main() -> None:
     parser.add_argument("--poll-interval", type=float, default=0.05, help="daemon poll interval (default 0.05)")
     parser.add_argument("--only", choices=("latency", "throughput", "notify-cost"), help="run one part only")
     parser.add_argument("--no-listen", action="store_true", help="throughput: poll only, also on PostgreSQL")
-    parser.add_argument(
+    producer = parser.add_mutually_exclusive_group()
+    producer.add_argument(
         "--events-first", action="store_true",
         help="throughput: emit every event before the daemon starts, so the consumer runs are timed alone",
     )  # fmt: skip
-    parser.add_argument(
+    producer.add_argument(
         "--producer-process", action="store_true",
         help="throughput: the producer runs in a process of its own (as `partita run` beside `partita serve`)",
     )  # fmt: skip
@@ -354,8 +384,6 @@ def main() -> None:
         help="throughput: consumer keys one run serves; each value is measured in turn (default 1 1000)",
     )  # fmt: skip
     args = parser.parse_args()
-    if args.events_first and args.producer_process:
-        parser.error("--events-first and --producer-process exclude each other")
     if args.only in (None, "latency"):
         polling = latency(args.store, args.events, args.poll_interval, args.max_in_flight, listen=False)
         woken = latency(args.store, args.events, args.poll_interval, args.max_in_flight, listen=True)
