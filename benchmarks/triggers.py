@@ -145,10 +145,14 @@ class _ProducerProcess:
         )
         self._child.start()
         deadline = time.monotonic() + 120
-        while not self._ready.wait(0.5):
-            self._check_alive("before it opened the store")
-            if time.monotonic() > deadline:
-                raise SystemExit("throughput: the producer process did not open the store within 120 s")
+        try:
+            while not self._ready.wait(0.5):
+                self._check_alive("before it opened the store")
+                if time.monotonic() > deadline:
+                    raise SystemExit("throughput: the producer process did not open the store within 120 s")
+        except BaseException:
+            self.close()  # not told to emit: ended
+            raise
 
     def go(self) -> None:
         self._go.set()
