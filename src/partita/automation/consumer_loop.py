@@ -136,16 +136,18 @@ class ConsumerLoop:
                 return
             made: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
             _made_by_call.set(made)
+            error: BaseException | None = None
             try:
                 result = await function(*args)
             except GeneratorExit:  # the coroutine is being closed: it may not await
                 raise
             except BaseException as exc:  # noqa: BLE001 - the future carries it to the daemon
-                await _cancel_left_behind(made)
-                future.set_exception(exc)
-            else:
-                await _cancel_left_behind(made)
+                error = exc
+            await _cancel_left_behind(made)  # whatever the call's outcome, as `asyncio.run` does
+            if error is None:
                 future.set_result(result)
+            else:
+                future.set_exception(error)
 
         with self._lock:  # a shutdown cannot come between choosing the loop and handing it the call
             running = self._running

@@ -75,7 +75,7 @@ async def run_claimed(evaluator: TriggerEvaluator, claimed: list[TriggerRequest]
     except BaseException:
         daemon_log.exception("consumer run raised an unexpected error", extra=fields)  # recorded failed if started
         raise
-    if result is None:  # run_request logged why; the request stays pending or is abandoned
+    if result is None:  # run_request_async logged why; the request stays pending or is abandoned
         daemon_log.warning("consumer run did not start", extra=fields)
         return None
     counts = result.counts()
