@@ -44,6 +44,8 @@ class TriggerEvaluator(Protocol):
     """What starting a run needs of `partita.automation.evaluation.TriggerEvaluator` (which imports this module)."""
 
     flow: Flow
+    #: ``flow`` recording into ``store``: what the consumer runs execute.
+    run_flow: Flow
     store: SqlStore
     events_ahead: EventsAhead
 
@@ -111,7 +113,7 @@ async def run_request_async(
     """
     requests = [claimed] if isinstance(claimed, TriggerRequest) else list(claimed)
     lead = requests[0]
-    flow = evaluator.flow.with_store(evaluator.store, record_partition_keys=evaluator.flow.record_partition_keys)
+    flow = evaluator.run_flow
     planned = _plan(evaluator, flow, requests)
     if planned is None:
         return None

@@ -90,6 +90,8 @@ class TriggerEvaluator:
             raise PlanningError(f"flow {flow.name!r} has no trigger")
         self.flow = flow
         self.store = store
+        #: The flow as its consumer runs run it: recording into this store (one copy, not one per run).
+        self.run_flow = flow.with_store(store, record_partition_keys=flow.record_partition_keys)
         self.triggers = TriggerStore(store)
         # The first partitioned definition of the closure: fixed for the flow, so found once.
         self._consumer_def = consumer_partition_def(flow)
