@@ -92,10 +92,11 @@ class TaskState:
     empty_reason: SkipReason | None = None
     # Mapped edges, by upstream task (a run that spans domains, or a dependency on its own earlier keys).
     links: dict[TaskState, MappedLink] | None = None
+    #: The asset's name: read on every attempt's settling, so a slot, not a property.
+    name: str = field(init=False)
 
-    @property
-    def name(self) -> str:
-        return self.definition.name
+    def __post_init__(self) -> None:
+        self.name = self.definition.name
 
 
 #: One attempt: its task and key position (also the executor's completion token).

@@ -114,7 +114,9 @@ class SchedulerLock:
         # Checked again after each release: a completion offered meanwhile is never left behind.
         while pending and lock.acquire(blocking=False):
             try:
-                batch = [pending.popleft() for _ in range(len(pending))]
+                batch = [pending.popleft()]  # a loop, not a comprehension: one call less per attempt
+                while pending:
+                    batch.append(pending.popleft())
                 job = self.settle(batch, keep and kept is None)
                 if job is not None:
                     kept = job
