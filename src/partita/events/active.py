@@ -18,7 +18,7 @@ _active: contextvars.ContextVar[Any] = contextvars.ContextVar("partita_active_em
 
 #: ``activate(emitter)`` makes ``emitter`` (an `Emitter`, or what stands for one) the one `partita.emit`
 #: uses in this thread or task, and returns the token ``deactivate`` takes to undo it. The context
-#: variable's own methods: every attempt calls both, and a function around each cost two calls more.
+#: variable's own methods: every attempt calls both, and a function around each added a call.
 activate: Callable[[Any], contextvars.Token[Any]] = _active.set
 deactivate: Callable[[contextvars.Token[Any]], None] = _active.reset
 
