@@ -92,7 +92,7 @@ class TaskState:
     empty_reason: SkipReason | None = None
     # Mapped edges, by upstream task (a run that spans domains, or a dependency on its own earlier keys).
     links: dict[TaskState, MappedLink] | None = None
-    #: The asset's name: read on every attempt's settling, so a slot, not a property.
+    # The asset's name: read on every attempt's settling, so a slot, not a property.
     name: str = field(init=False)
 
     def __post_init__(self) -> None:
