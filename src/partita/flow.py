@@ -366,13 +366,12 @@ class Flow:
 
     def _pool_access(self, store: Store | None) -> PoolAccess | None:
         """The store's pool leases, when it is a SQL store (shared resource policies need one)."""
-        database = getattr(store, "database", None)
-        if database is None:
+        leases = getattr(store, "pool_leases", None)
+        if leases is None:
             return None
         from partita.execution.pools import PoolAccess
-        from partita.store.pools import SqlPoolLeases
 
-        return PoolAccess(SqlPoolLeases(database), self.record_partition_keys)
+        return PoolAccess(leases, self.record_partition_keys)
 
     def run(
         self,

@@ -13,7 +13,6 @@ from partita.cli.common import chosen_store_url, emit_document, handles_errors, 
 from partita.cli.tables import cli_console, print_table
 from partita.documents.pools import declared_pools, pools_body
 from partita.entry import load_entry
-from partita.store.pools import SqlPoolLeases
 
 
 @click.command()
@@ -28,7 +27,7 @@ def pools(entry: str, store_url: str | None, as_json: bool) -> None:
         if store is None:  # no store yet: nothing was ever leased
             url, holders, waiters = chosen_store_url(store_url), [], []
         else:
-            leases, now = SqlPoolLeases(store.database), time.time()
+            leases, now = store.pool_leases, time.time()
             url, holders, waiters = store.url, leases.holders(now=now), leases.waiters(now=now)
     body = pools_body(url, declared, holders, waiters)
     if as_json:

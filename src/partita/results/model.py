@@ -75,6 +75,12 @@ class CallbackError:
 
 
 _SEVERITY = (AttemptStatus.FAILED, AttemptStatus.CANCELLED, AttemptStatus.SKIPPED, AttemptStatus.SUCCESS)
+_STATUSES = tuple(AttemptStatus)
+
+
+def _counted(statuses: list[AttemptStatus]) -> dict[AttemptStatus, int]:
+    """Attempts per status, every status present: counted by identity (an enum member hashes in Python)."""
+    return {status: statuses.count(status) for status in _STATUSES}
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -120,10 +126,7 @@ class TaskResult:
         )
 
     def counts(self) -> dict[AttemptStatus, int]:
-        counts = dict.fromkeys(AttemptStatus, 0)
-        for attempt in self.attempts:
-            counts[attempt.status] += 1
-        return counts
+        return _counted([attempt.status for attempt in self.attempts])
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -176,11 +179,7 @@ class RunResult:
             yield from task.attempts
 
     def counts(self) -> dict[AttemptStatus, int]:
-        counts = dict.fromkeys(AttemptStatus, 0)
-        for task in self.tasks.values():
-            for status, count in task.counts().items():
-                counts[status] += count
-        return counts
+        return _counted([attempt.status for task in self.tasks.values() for attempt in task.attempts])
 
     def output(self, asset_name: str, partition_key: Any = None) -> Any:
         """Convenience: the output of one successful attempt.

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import select
-import socket
 import sqlite3
 from collections.abc import Collection, Iterable, Iterator
 from typing import Any
@@ -31,6 +30,7 @@ from partita.store.bulk_writes import RowShape, Upsert, insert_rows, upsert_rows
 from partita.store.checkpointer import LOG_FILE_LIMIT, WRITER_CHECKPOINT_PAGES, WalCheckpointer
 from partita.store.driver_writes import SharedConnection, SqliteWriters
 from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_READS, sqlite_write
+from partita.store.liveness import current_host
 from partita.store.local_wakeup import WakeupSender, local_wakeup_supported
 from partita.store.location import (
     SqliteAccess,
@@ -213,7 +213,7 @@ class Database:
 
             self.driver_errors = (psycopg.Error,)
         self._dialect = location.backend.value
-        self._host = socket.gethostname()
+        self._host = current_host()
 
     @property
     def url(self) -> str:

@@ -24,7 +24,6 @@ import dataclasses
 import datetime as dt
 import logging
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -40,7 +39,7 @@ from partita.results.model import AttemptResult, AttemptStatus, RunResult
 from partita.results.plain_success import plain_success_times
 from partita.results.record import AttemptRecord, InvocationRecord, attempt_record_of, run_header_of
 from partita.store.journal_rows import key_text_of, outlet_row, success_row
-from partita.store.liveness import current_owner_token
+from partita.store.liveness import current_host, current_owner_token
 from partita.store.protocol import ProgressBatch, RequestClaim, RunEnd, RunStart, Store
 
 __all__ = ["StoreJournal"]
@@ -215,7 +214,7 @@ class StoreJournal(ResultObserver):
                 started_at=started_at,
                 plan=plan.to_dict(),
                 record_partition_keys=self._record_keys,
-                owner_host=socket.gethostname(),
+                owner_host=current_host(),
                 owner_pid=os.getpid(),
                 owner_token=current_owner_token(),
                 launch=self._launch,

@@ -6,10 +6,18 @@ process (its start time), so a recycled pid is not mistaken for the owner.
 
 from __future__ import annotations
 
+import functools
 import os
+import socket
 from pathlib import Path
 
-__all__ = ["current_owner_token", "owner_is_alive"]
+__all__ = ["current_host", "current_owner_token", "owner_is_alive"]
+
+
+@functools.cache
+def current_host() -> str:
+    """This machine's host name, read once per process (a run's start named it with a system call each)."""
+    return socket.gethostname()
 
 
 def _start_time(pid: int) -> str:

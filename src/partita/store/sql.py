@@ -20,6 +20,7 @@ from partita.results.record import AttemptRecord, TaskRecord
 from partita.store.database import Database
 from partita.store.event_store import SqlEventStore
 from partita.store.partition_registry import SqlPartitionRegistry
+from partita.store.pools import SqlPoolLeases
 from partita.store.protocol import (
     AttemptQuery,
     CancelRequest,
@@ -60,6 +61,8 @@ class SqlStore:
         self.run_history = SqlRunHistory(database)
         self.event_store = SqlEventStore(database)
         self.partition_registry = SqlPartitionRegistry(database)
+        #: Shared pools' leases: stateless past their statements, so one serves every run of every flow.
+        self.pool_leases = SqlPoolLeases(database)
 
     @property
     def created(self) -> bool:
