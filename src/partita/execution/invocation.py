@@ -40,6 +40,12 @@ Outcome = Callable[[TaskState, int, Any, float, float], None]
 _now = time.time
 
 
+@functools.cache
+def _asset_logger(name: str) -> logging.Logger:
+    """``partita.asset.<name>``: the same object for the process's life, without the logging lock each run."""
+    return logging.getLogger(f"partita.asset.{name}")
+
+
 def inputs_for(task: TaskState, key_index: int) -> dict[str, Any]:
     """The body's keyword arguments: each input's output for this key position."""
     kwargs: dict[str, Any] = {}
@@ -249,7 +255,7 @@ class Invoker:
         discovery: DiscoveryCollector | None = None,
     ) -> AssetContext:
         if task.logger is None:
-            task.logger = logging.getLogger(f"partita.asset.{task.name}")
+            task.logger = _asset_logger(task.name)
         return AssetContext(
             asset_name=task.name,
             run_id=self._run_id,

@@ -34,6 +34,8 @@ from partita.results.logs import LogCapture, LogRow, LogStream
 __all__ = ["RemoteOutcome", "install", "uninstall", "wrap_body"]
 
 ASSET_LOGGER = "partita.asset"
+#: The same object for the life of the process (`logging.getLogger`), which every run's start configures.
+_asset_logger = logging.getLogger(ASSET_LOGGER)
 
 _format_exception = logging.Formatter().formatException
 _lock = threading.Lock()
@@ -59,8 +61,9 @@ def _handled_elsewhere(name: str) -> bool:
     """Whether a handler besides ours sees records of logger ``name`` (else `logging.lastResort` would)."""
     logger: logging.Logger | None = logging.getLogger(name)
     while logger is not None:
-        if any(handler is not _handler for handler in logger.handlers):
-            return True
+        for handler in logger.handlers:  # a loop, not any() over a generator: every run's start asks
+            if handler is not _handler:
+                return True
         if not logger.propagate:
             return False
         logger = logger.parent
@@ -132,7 +135,7 @@ class _RoutedStream:
 
 
 def _set_level() -> None:
-    logger = logging.getLogger(ASSET_LOGGER)
+    logger = _asset_logger
     if logger.level == logging.NOTSET:
         # INFO is kept (and shown) by default; a level the user set wins, DEBUG included.
         logger.setLevel(logging.INFO)
