@@ -347,3 +347,24 @@ def test_a_flood_of_slot_wakeups_is_read_in_a_few_waits_and_then_the_wait_sleeps
         assert select.select([wakeup.fileno()], [], [], 0)[0] == [wakeup.fileno()]
     finally:
         wakeup.close()
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_the_daemon_warns_at_start_when_sqlite_has_the_wal_reset_bug(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, fixed: bool
+) -> None:
+    from partita.store import checkpointer
+
+    monkeypatch.setattr(checkpointer, "WAL_RESET_FIXED", fixed)
+    flow, _ = _flow(threading.Event())
+    with contextlib.closing(SqlStore(f"sqlite:///{tmp_path}/partita.db")) as store:
+        daemon = TriggerDaemon([flow], store, poll_interval=0.05)
+        with caplog.at_level(logging.WARNING, logger="partita.daemon"), _serving(daemon):
+            pass
+    cautions = [record for record in caplog.records if "WAL-reset bug" in record.getMessage()]
+    if fixed:
+        assert cautions == []
+    else:
+        (caution,) = cautions
+        assert caution.levelno == logging.WARNING
+        assert "3.51.3" in caution.getMessage() and "PostgreSQL" in caution.getMessage()

@@ -32,6 +32,16 @@ from partita.store.sql import SqlStore
 from .conftest import hung_children, running_constantly
 
 
+@pytest.fixture(autouse=True)
+def _background_checkpoints(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The background thread as it runs where SQLite has the WAL-reset fix (this machine's may not).
+
+    Stores opened in another interpreter (the kill test's producer) run
+    with this machine's SQLite as it is.
+    """
+    monkeypatch.setattr(checkpointer_module, "WAL_RESET_FIXED", True)
+
+
 def _emit(store: SqlStore, count: int, start: int = 0) -> None:
     registry = partita.AssetRegistry()
     keys = partita.StaticPartitionDef("keys", [f"k{index}" for index in range(start, start + count)])

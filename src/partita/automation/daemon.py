@@ -46,6 +46,7 @@ from partita.automation.triggers import OnAssetEvents
 from partita.errors import PartitaError
 from partita.flow import Flow
 from partita.results.model import RunResult
+from partita.store.checkpointer import wal_reset_caution
 from partita.store.local_wakeup import WakeupReceiver, local_wakeup_supported
 from partita.store.notifications import EventListener, listen_for_events
 from partita.store.protocol import RequestClaimLost
@@ -257,6 +258,9 @@ class TriggerDaemon:
                 self._listen_locally()
             wakes_by = "local socket" if self._local is not None else "notifications" if self.listening else "polling"
             log.info("daemon started", extra={"daemon": self.daemon_id, "wakeup": wakes_by})
+            caution = wal_reset_caution(self.store.dialect)
+            if caution is not None:
+                log.warning(caution, extra={"daemon": self.daemon_id})
             while not self._stop.is_set():
                 try:
                     # Triggers are evaluated when events were announced (a burst a few at a

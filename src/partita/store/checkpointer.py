@@ -37,6 +37,17 @@ The thread starts on the first commit, exits after `IDLE_SECONDS` without
 one, and holds the fork gate's checkpoint lock around every SQLite call it
 makes (opening and closing its connection too), so a forked child never
 inherits a lock it took (see `fork_gate`).
+
+Only on a SQLite without the WAL-reset bug (`WAL_RESET_FIXED`). Before
+3.51.3, a checkpoint that starts just after another has finished can miss
+that a third connection's commit restarted the log meanwhile; a later
+checkpoint then skips part of a transaction, and the database file loses
+pages that its indexes still point to. The background thread, checkpointing
+every few milliseconds beside the writers of its own process and of others,
+makes that race frequent: two processes writing one store (a producer and
+the trigger daemon) corrupted it in about one benchmark run in two hundred.
+With such a SQLite the writers' own checkpoint, inside their commit and
+under the write gate, is the only one this process runs.
 """
 
 from __future__ import annotations
@@ -48,7 +59,10 @@ from collections.abc import Callable
 
 from partita.store.fork_gate import SQLITE_CALL_GATE, forget_in_child
 
-__all__ = ["CHECKPOINT_INTERVAL", "IDLE_SECONDS", "LOG_FILE_LIMIT", "WRITER_CHECKPOINT_PAGES", "WalCheckpointer"]
+__all__ = [
+    "CHECKPOINT_INTERVAL", "IDLE_SECONDS", "LOG_FILE_LIMIT", "WAL_RESET_FIXED", "WRITER_CHECKPOINT_PAGES", "WalCheckpointer",
+    "background_checkpoints", "wal_reset_caution", "wal_reset_fixed",
+]  # fmt: skip
 
 #: Seconds between two checkpoints while commits go on: the log grows by at most this much writing.
 CHECKPOINT_INTERVAL = 0.005
@@ -62,6 +76,31 @@ WRITER_CHECKPOINT_PAGES = 2000
 LOG_FILE_LIMIT = 16 * 1024 * 1024
 #: Seconds without a commit after which the thread exits (the next commit starts it again).
 IDLE_SECONDS = 1.0
+
+
+def wal_reset_fixed(version: tuple[int, int, int]) -> bool:
+    """Whether a SQLite ``version`` has the WAL-reset bug's fix (3.51.3, and the 3.44.6 and 3.50.7 patches)."""
+    return version >= (3, 51, 3) or (3, 50, 7) <= version < (3, 51, 0) or (3, 44, 6) <= version < (3, 45, 0)
+
+
+#: Whether this process's SQLite may checkpoint in the background (see the module's docstring).
+WAL_RESET_FIXED = wal_reset_fixed(sqlite3.sqlite_version_info)
+
+
+def background_checkpoints() -> bool:
+    """Whether stores opened now checkpoint on a thread of their own (`WAL_RESET_FIXED`, read at each call)."""
+    return WAL_RESET_FIXED
+
+
+def wal_reset_caution(dialect: str) -> str | None:
+    """What a long-lived writer of a store (the trigger daemon) tells its operator on a SQLite with the bug."""
+    if dialect != "sqlite" or WAL_RESET_FIXED:
+        return None
+    return (
+        f"SQLite {sqlite3.sqlite_version} predates the fix of its WAL-reset bug (3.51.3): when several processes "
+        "write one store at once, a rare race can corrupt it. partita runs no background checkpoints on it; for a "
+        "store that the daemon and other processes write, use a Python built with SQLite 3.51.3 or later, or PostgreSQL"
+    )
 
 
 class WalCheckpointer:

@@ -27,7 +27,7 @@ from sqlalchemy.pool import StaticPool
 
 from partita.errors import ConfigurationError, StoreError
 from partita.store.bulk_writes import RowShape, Upsert, insert_rows, upsert_rows, upsert_statements
-from partita.store.checkpointer import LOG_FILE_LIMIT, WRITER_CHECKPOINT_PAGES, WalCheckpointer
+from partita.store.checkpointer import LOG_FILE_LIMIT, WRITER_CHECKPOINT_PAGES, WalCheckpointer, background_checkpoints
 from partita.store.driver_writes import SharedConnection, SqliteWriters
 from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_READS, sqlite_write
 from partita.store.liveness import current_host
@@ -53,14 +53,19 @@ _EVENTS_WRITTEN = "partita_events_written"
 _COUNTED_READ = "partita_counted_read"
 
 
+def _nothing() -> None:
+    """A commit's follow-up where no background checkpoint runs."""
+
+
 def configure_sqlite(connection: Any) -> None:
     """WAL with a busy timeout: readers never block a writer, writers wait for each other.
 
     ``synchronous=NORMAL`` in WAL mode: a committed transaction survives a
     crash of the process; the last transactions may be lost on power loss.
-    Checkpoints run in the background (`WalCheckpointer`); a writer's own
-    starts only at `WRITER_CHECKPOINT_PAGES` and restarts the log, and a
-    restarting log file is cut back to `LOG_FILE_LIMIT` bytes.
+    Checkpoints run in the background (`WalCheckpointer`) where SQLite has
+    the WAL-reset fix; a writer's own starts only at `WRITER_CHECKPOINT_PAGES`
+    and restarts the log, and a restarting log file is cut back to
+    `LOG_FILE_LIMIT` bytes.
     """
     connection.isolation_level = None  # partita issues BEGIN itself
     cursor = connection.cursor()
@@ -196,9 +201,12 @@ class Database:
                     self._wakeup = WakeupSender(self.sqlite_path)
             self.engine = _sqlite_engine(location, self.access)
             if self.sqlite_path is not None and self.access is SqliteAccess.READ_WRITE:
-                self.checkpointer = WalCheckpointer(self.driver_connection)
+                committed = _nothing
+                if background_checkpoints():  # not on a SQLite with the WAL-reset bug (`checkpointer`)
+                    self.checkpointer = WalCheckpointer(self.driver_connection)
+                    committed = self.checkpointer.committed
                 self.shared_writer = SharedConnection(self._writer_connection)
-                self._writers = SqliteWriters(self.shared_writer, self.checkpointer.committed, self.driver_connection)
+                self._writers = SqliteWriters(self.shared_writer, committed, self.driver_connection)
                 self.one_statement_verbs = ONE_STATEMENT_VERBS
         else:
             self.engine = _postgresql_engine(parsed)
