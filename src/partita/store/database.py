@@ -30,6 +30,7 @@ from partita.store.bulk_writes import RowShape, Upsert, insert_rows, upsert_rows
 from partita.store.checkpointer import LOG_FILE_LIMIT, WRITER_CHECKPOINT_PAGES, WalCheckpointer, background_checkpoints
 from partita.store.driver_writes import SharedConnection, SqliteWriters
 from partita.store.fork_gate import SQLITE_CALL_GATE, SQLITE_READS, sqlite_write
+from partita.store.host_lock import HostWriteLock
 from partita.store.liveness import current_host
 from partita.store.local_wakeup import WakeupSender, local_wakeup_supported
 from partita.store.location import (
@@ -51,6 +52,9 @@ _BUSY_TIMEOUT_MS = 30_000
 _EVENTS_WRITTEN = "partita_events_written"
 #: Pool record ``info`` key: its checkout counts as a read a fork waits for (`fork_gate.SQLITE_READS`).
 _COUNTED_READ = "partita_counted_read"
+
+
+_NO_HOST_LOCK: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
 
 
 def _nothing() -> None:
@@ -191,6 +195,9 @@ class Database:
         self.one_statement_verbs = False
         #: Copies a SQLite file's log into it after this process's commits (None: nothing to checkpoint).
         self.checkpointer: WalCheckpointer | None = None
+        #: Held by every write transaction, inside the write gate: the host's lock on a SQLite file with the
+        #: WAL-reset bug, else nothing.
+        self.host_lock: contextlib.AbstractContextManager[Any] = _NO_HOST_LOCK
         #: PostgreSQL: each table's binary COPY types, read from the catalog once (`bulk_writes`).
         self._copy_types: dict[str, dict[str, str | None]] = {}
         if location.backend is StoreBackend.SQLITE:
@@ -205,8 +212,10 @@ class Database:
                 if background_checkpoints():  # not on a SQLite with the WAL-reset bug (`checkpointer`)
                     self.checkpointer = WalCheckpointer(self.driver_connection)
                     committed = self.checkpointer.committed
+                else:  # every write of every partita process on this host, one at a time (`host_lock`)
+                    self.host_lock = HostWriteLock(self.sqlite_path, _BUSY_TIMEOUT_MS / 1000)
                 self.shared_writer = SharedConnection(self._writer_connection)
-                self._writers = SqliteWriters(self.shared_writer, committed, self.driver_connection)
+                self._writers = SqliteWriters(self.shared_writer, committed, self.driver_connection, self.host_lock)
                 self.one_statement_verbs = ONE_STATEMENT_VERBS
         else:
             self.engine = _postgresql_engine(parsed)
@@ -258,7 +267,7 @@ class Database:
     def write(self) -> Iterator[Connection]:
         """A connection in a write transaction (SQLite: holding the write lock and the fork gate)."""
         gate = sqlite_write() if self._dialect == "sqlite" else contextlib.nullcontext()
-        with gate, self.engine.connect() as connection:
+        with gate, self.host_lock, self.engine.connect() as connection:
             connection.execution_options(partita_write=True)
             with connection.begin():
                 yield connection
@@ -401,6 +410,9 @@ class Database:
             self._writers.close()
         if self.shared_writer is not None:
             self.shared_writer.close()
+        if isinstance(self.host_lock, HostWriteLock):
+            with sqlite_write():  # not while a thread of this process holds it
+                self.host_lock.close()
         self.engine.dispose()
 
     def __repr__(self) -> str:

@@ -167,16 +167,21 @@ class SqliteWriters:
     """Write transactions on the process's shared connection to one SQLite file, and reads."""
 
     def __init__(
-        self, shared: SharedConnection, committed: Callable[[], None], connect_reader: Callable[[], Any]
+        self,
+        shared: SharedConnection,
+        committed: Callable[[], None],
+        connect_reader: Callable[[], Any],
+        host_lock: contextlib.AbstractContextManager[Any],
     ) -> None:
         self._shared = shared
         self._committed = committed  # told after every commit (the background checkpoint)
+        self._host_lock = host_lock  # the other processes' writers wait (`host_lock`), or nothing
         self._readers = ThreadConnections(connect_reader)  # for reads while another thread writes
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[DriverTransaction]:
         """``BEGIN IMMEDIATE`` … ``COMMIT`` under the write gate; rolled back when the body raises."""
-        with SQLITE_WRITE_GATE:
+        with SQLITE_WRITE_GATE, self._host_lock:
             connection = self._shared.get()
             transaction = DriverTransaction(connection)
             connection.execute("BEGIN IMMEDIATE")
@@ -199,7 +204,7 @@ class SqliteWriters:
         Never inside a transaction (this thread's own, under the reentrant
         gate): it would join it and commit nothing yet.
         """
-        with SQLITE_WRITE_GATE:
+        with SQLITE_WRITE_GATE, self._host_lock:
             connection = self._shared.get()
             if connection.in_transaction:
                 raise sqlite3.OperationalError("a statement that commits on its own was run inside a transaction")

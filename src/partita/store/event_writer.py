@@ -161,7 +161,7 @@ class EventWriter:
         inserted: list[str] = []  # assets of new events, for the wake-up
         try:
             if self._sqlite:
-                with SQLITE_WRITE_GATE:
+                with SQLITE_WRITE_GATE, self._database.host_lock:
                     cursor = self._sqlite_cursor()
                     try:
                         cursor.execute("BEGIN IMMEDIATE")
@@ -207,7 +207,7 @@ class EventWriter:
         count = len(items)
         if self._shared is None or (count > 1 and sum(dedupe_key is None for _, dedupe_key in items) > 1):
             return None
-        with SQLITE_WRITE_GATE:
+        with SQLITE_WRITE_GATE, self._database.host_lock:
             cursor = None
             try:
                 cursor = self._sqlite_cursor()
