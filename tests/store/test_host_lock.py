@@ -142,3 +142,16 @@ def test_closing_the_store_closes_the_lock_file(tmp_path: Path) -> None:
         os.fstat(descriptor)
     with sqlite_write():
         pass  # the gate is free: close took it and let go
+
+
+def test_closing_while_held_keeps_the_hold_until_its_writer_lets_go(tmp_path: Path) -> None:
+    lock = HostWriteLock(str(tmp_path / "store.db"), timeout=0.2)
+    with lock:
+        lock.close()  # a store closed inside its own write: nothing is let go under the writer
+        holder = subprocess.run(
+            [sys.executable, "-c", "import fcntl,sys\nf=open(sys.argv[1],'a')\nfcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB)",
+             lock_file_of(str(tmp_path / "store.db"))],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert holder.returncode != 0 and "BlockingIOError" in holder.stderr
+    lock.close()

@@ -47,7 +47,8 @@ every few milliseconds beside the writers of its own process and of others,
 makes that race frequent: two processes writing one store (a producer and
 the trigger daemon) corrupted it in about one benchmark run in two hundred.
 With such a SQLite the writers' own checkpoint, inside their commit and
-under the write gate, is the only one this process runs.
+under the write gate, is the only one this process runs, and partita's
+processes take turns on a lock file for their writes (`host_lock`).
 """
 
 from __future__ import annotations
@@ -97,9 +98,10 @@ def wal_reset_caution(dialect: str) -> str | None:
     if dialect != "sqlite" or WAL_RESET_FIXED:
         return None
     return (
-        f"SQLite {sqlite3.sqlite_version} predates the fix of its WAL-reset bug (3.51.3): when several processes "
-        "write one store at once, a rare race can corrupt it. partita runs no background checkpoints on it; for a "
-        "store that the daemon and other processes write, use a Python built with SQLite 3.51.3 or later, or PostgreSQL"
+        f"SQLite {sqlite3.sqlite_version} predates the fix of its WAL-reset bug (3.51.3): partita's processes take "
+        "turns writing this store (a lock file beside it) and checkpoint only as they commit, which is slower, and "
+        "another program writing it at the same time can still corrupt it. Use a Python built with SQLite 3.51.3 "
+        "or later, or PostgreSQL"
     )
 
 

@@ -88,7 +88,13 @@ class HostWriteLock:
         self._pid, self._depth = os.getpid(), 0
 
     def close(self) -> None:
-        """Close the descriptor (the store is closing); a later write opens it again."""
+        """Close the descriptor (the store is closing); a later write opens it again.
+
+        Not while held (a store closed inside its own write): closing would let
+        the lock go under the writer, whose exit then has nothing to release.
+        """
+        if self._depth:
+            return
         if self._descriptor >= 0 and self._pid == os.getpid():
             os.close(self._descriptor)
-        self._descriptor, self._pid, self._depth = -1, 0, 0
+        self._descriptor, self._pid = -1, 0
