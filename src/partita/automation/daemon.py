@@ -240,6 +240,14 @@ class TriggerDaemon:
         self._runs.shutdown()
         return self.started_runs - before
 
+    def _log_start(self) -> None:
+        """The start's log line: how the daemon is woken; and a warning on a SQLite with the WAL-reset bug."""
+        wakes_by = "local socket" if self._local is not None else "notifications" if self.listening else "polling"
+        log.info("daemon started", extra={"daemon": self.daemon_id, "wakeup": wakes_by})
+        caution = wal_reset_caution(self.store.dialect)
+        if caution is not None:
+            log.warning(caution, extra={"daemon": self.daemon_id})
+
     def serve(self) -> None:
         """Pass over the triggers until `stop`; runs in flight finish before this returns."""
         triggers = TriggerStore(self.store)
@@ -256,11 +264,7 @@ class TriggerDaemon:
             if self._listen and self.watched_assets:
                 self._listener = listen_for_events(self.store, assets=self.watched_assets)
                 self._listen_locally()
-            wakes_by = "local socket" if self._local is not None else "notifications" if self.listening else "polling"
-            log.info("daemon started", extra={"daemon": self.daemon_id, "wakeup": wakes_by})
-            caution = wal_reset_caution(self.store.dialect)
-            if caution is not None:
-                log.warning(caution, extra={"daemon": self.daemon_id})
+            self._log_start()
             while not self._stop.is_set():
                 try:
                     # Triggers are evaluated when events were announced (a burst a few at a
