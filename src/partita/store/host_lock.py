@@ -9,7 +9,7 @@ store from several processes. On such a SQLite every partita write
 transaction, its checkpoint included, also holds an exclusive ``flock`` on
 ``<database>.lock``: no other partita process can restart the log while one
 checkpoints. Writers were serialized by SQLite's write lock anyway; they now
-queue on the file lock before it.
+wait for the file lock first.
 
 Held only under the write gate, which serializes this process's writers:
 the depth and the descriptor need no lock of their own. A forked child opens
