@@ -47,6 +47,7 @@ from partita.errors import PartitaError
 from partita.flow import Flow
 from partita.results.model import RunResult
 from partita.store.checkpointer import wal_reset_caution
+from partita.store.liveness import current_host
 from partita.store.local_wakeup import WakeupReceiver, local_wakeup_supported
 from partita.store.notifications import EventListener, listen_for_events
 from partita.store.protocol import RequestClaimLost
@@ -251,7 +252,7 @@ class TriggerDaemon:
     def serve(self) -> None:
         """Pass over the triggers until `stop`; runs in flight finish before this returns."""
         triggers = TriggerStore(self.store)
-        triggers.daemon_started(self.daemon_id, socket.gethostname(), os.getpid(), time.time())
+        triggers.daemon_started(self.daemon_id, current_host(), os.getpid(), time.time())
         wakeup = self._wakeup = _Wakeup()
         if self._stop.is_set():
             wakeup.set()

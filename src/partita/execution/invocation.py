@@ -41,7 +41,7 @@ _now = time.time
 
 
 @functools.cache
-def _asset_logger(name: str) -> logging.Logger:
+def _logger_of_asset(name: str) -> logging.Logger:
     """``partita.asset.<name>``: the same object for the process's life, without the logging lock each run."""
     return logging.getLogger(f"partita.asset.{name}")
 
@@ -255,7 +255,7 @@ class Invoker:
         discovery: DiscoveryCollector | None = None,
     ) -> AssetContext:
         if task.logger is None:
-            task.logger = _asset_logger(task.name)
+            task.logger = _logger_of_asset(task.name)
         return AssetContext(
             asset_name=task.name,
             run_id=self._run_id,

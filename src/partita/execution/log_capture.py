@@ -57,9 +57,8 @@ def _message(record: logging.LogRecord) -> str:
     return message
 
 
-def _handled_elsewhere(name: str) -> bool:
-    """Whether a handler besides ours sees records of logger ``name`` (else `logging.lastResort` would)."""
-    logger: logging.Logger | None = logging.getLogger(name)
+def _handled_elsewhere(logger: logging.Logger | None) -> bool:
+    """Whether a handler besides ours sees records of ``logger`` (else `logging.lastResort` would)."""
     while logger is not None:
         for handler in logger.handlers:  # a loop, not any() over a generator: every run's start asks
             if handler is not _handler:
@@ -95,7 +94,7 @@ class _AttemptHandler(logging.Handler):
             last_resort is not None
             and record.levelno >= last_resort.level
             and (log is None or log.echo_warnings)
-            and not _handled_elsewhere(record.name)
+            and not _handled_elsewhere(logging.getLogger(record.name))
         ):
             # Without capture, this record would have reached stderr bare; it still does,
             # to the real stderr (never kept as the body's own output).
@@ -151,7 +150,7 @@ def install(capture: LogCapture) -> bool:
     global _output_users
     with _lock:
         _set_level()
-        elsewhere = _handled_elsewhere(ASSET_LOGGER)
+        elsewhere = _handled_elsewhere(_asset_logger)
         if capture.output:
             _output_users += 1
             if _output_users == 1:

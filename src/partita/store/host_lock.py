@@ -62,21 +62,16 @@ class HostWriteLock:
         self._depth += 1
 
     def _acquire(self, descriptor: int) -> None:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            pass
         deadline, sleep = time.monotonic() + self._timeout, _FIRST_SLEEP
         while True:
-            time.sleep(sleep)
             try:
                 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise sqlite3.OperationalError("database is locked") from None
-                sleep = min(sleep * 2, _LONGEST_SLEEP)
+            time.sleep(sleep)
+            sleep = min(sleep * 2, _LONGEST_SLEEP)
 
     def __exit__(self, *exc_info: object) -> None:
         self._depth -= 1
